@@ -1,0 +1,43 @@
+# Two commands for a newcomer: `make repro` and `make test`. Both sit on `make setup`.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.setup-stamp
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export PATH := $(CURDIR)/$(BIN):$(PATH)
+
+.PHONY: setup repro params test test-fast bench grid clean-venv
+
+setup: $(STAMP)
+
+# Idempotent: reinstalls only when the dependency pins change.
+$(STAMP): pyproject.toml requirements/constraints.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --disable-pip-version-check --upgrade pip
+	# torch first: the pinned CPU build on disk; an unpinned torch would pull a CUDA build.
+	$(BIN)/python -m pip install -q --disable-pip-version-check torch==2.13.0
+	$(BIN)/python -m pip install -q --disable-pip-version-check -c requirements/constraints.txt -e '.[test]'
+	@test -d .git || (echo "releval needs a git checkout (DVC tracks results against commits)"; exit 1)
+	touch $@
+
+# Compose params.yaml from conf/ (Hydra), then run the pipeline.
+params: setup
+	$(BIN)/releval params
+
+repro: params
+	$(BIN)/dvc repro
+
+test: setup
+	$(BIN)/python -m pytest -q
+
+test-fast: setup
+	$(BIN)/python -m pytest -q -m "not slow"
+
+bench: setup
+	$(BIN)/python -m pip install -q --disable-pip-version-check -c requirements/constraints.txt -e '.[test,bench]'
+	$(BIN)/python benchmarks/run.py
+
+clean-venv:
+	rm -rf $(VENV)

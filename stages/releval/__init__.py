@@ -1,0 +1,3 @@
+"""releval: declarative, data-versioned retrieval evaluation."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,61 @@
+"""The `releval` console entry point: everything that is not a pipeline stage.
+
+Each subcommand lives in ``releval.commands.<name>`` and exposes ``configure(parser)`` and
+``run(args) -> int``; modules are imported only when their command runs, so `releval score`
+does not pay for loading torch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from releval.errors import InputError
+
+COMMANDS = {
+    "params": "compose params.yaml from conf/ (Hydra), the step `dvc repro` does not do",
+    "score": "score a run against qrels with an explicit metric contract",
+    "validate": "check queries, judgments or a dataset directory; print every problem",
+    "pool": "write the unjudged top-k pool of chosen configurations for annotators",
+    "agreement": "weighted Cohen's kappa between two annotators",
+    "compare": "paired comparison of two configurations with intervals",
+    "gate": "regression gate for CI: exit 1 on a significant regression",
+    "power": "queries needed for a paired test; smallest resolvable difference",
+    "audit": "trace a reported number to its inputs and verify every link",
+}
+
+
+def _module(name: str):
+    return importlib.import_module(f"releval.commands.{name}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = argparse.ArgumentParser(prog="releval", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, help_text in COMMANDS.items():
+        sub.add_parser(name, help=help_text, add_help=False)
+    if not argv or argv[0] in ("-h", "--help") or argv[0] not in COMMANDS:
+        parser.print_help()
+        return 0 if not argv or argv[0] in ("-h", "--help") else 2
+    name = argv[0]
+    try:
+        module = _module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name == f"releval.commands.{name}":
+            print(f"releval {name}: not built yet", file=sys.stderr)
+            return 2
+        raise
+    cmd = argparse.ArgumentParser(prog=f"releval {name}", description=COMMANDS[name])
+    module.configure(cmd)
+    args = cmd.parse_args(argv[1:])
+    try:
+        return int(module.run(args) or 0)
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

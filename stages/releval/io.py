@@ -1,0 +1,91 @@
+"""Atomic output: a file is either complete or absent, never half-written.
+
+Every writer goes through :func:`atomic_path`: write to a temporary sibling, fsync, rename.
+A killed run therefore never leaves a partial file that a later stage would take as complete.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Iterator
+
+
+@contextlib.contextmanager
+def atomic_path(target: str | os.PathLike, *, directory: bool = False) -> Iterator[Path]:
+    """Yield a temporary path next to ``target``; on success move it into place atomically."""
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    prefix = f".releval-tmp-{target.name}."
+    if directory:
+        tmp = Path(tempfile.mkdtemp(prefix=prefix, dir=target.parent))
+    else:
+        fd, name = tempfile.mkstemp(prefix=prefix, dir=target.parent)
+        os.close(fd)
+        tmp = Path(name)
+    try:
+        yield tmp
+        if directory:
+            old = None
+            if target.exists():
+                old = target.with_name(f".releval-old-{target.name}.{os.getpid()}")
+                os.replace(target, old)
+            os.replace(tmp, target)
+            if old is not None:
+                shutil.rmtree(old, ignore_errors=True)
+        else:
+            with open(tmp, "rb+") as fh:
+                os.fsync(fh.fileno())
+            os.replace(tmp, target)
+    finally:
+        if tmp.exists():
+            if tmp.is_dir():
+                shutil.rmtree(tmp, ignore_errors=True)
+            else:
+                tmp.unlink()
+
+
+def write_bytes(target: str | os.PathLike, data: bytes) -> None:
+    with atomic_path(target) as tmp:
+        tmp.write_bytes(data)
+
+
+def write_text(target: str | os.PathLike, text: str) -> None:
+    write_bytes(target, text.encode("utf-8"))
+
+
+def write_json(target: str | os.PathLike, obj: Any) -> None:
+    write_text(target, json.dumps(obj, indent=2, sort_keys=True, allow_nan=False, default=_json_default) + "\n")
+
+
+def write_parquet(target: str | os.PathLike, frame) -> None:
+    """Write a polars DataFrame atomically (statistics off so identical data gives identical bytes)."""
+    with atomic_path(target) as tmp:
+        frame.write_parquet(tmp, statistics=False, compression="zstd")
+
+
+def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _json_default(obj: Any) -> Any:
+    import numpy as np
+
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, np.floating):
+        return float(obj)
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, Path):
+        return str(obj)
+    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
