@@ -1,0 +1,38 @@
+"""`releval power`: queries needed for a paired test, or the smallest difference n queries resolve.
+
+Both answers use the exact power of the two-sided paired t-test (noncentral t); ``--sd`` is the
+standard deviation of per-query differences between the two configurations, which a pilot
+comparison or an earlier evaluation on the same kind of queries provides.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--sd", type=float, required=True,
+                        help="standard deviation of per-query score differences")
+    target = parser.add_mutually_exclusive_group(required=True)
+    target.add_argument("--delta", type=float,
+                        help="mean difference to detect; prints the number of queries needed")
+    target.add_argument("--n", type=int,
+                        help="number of queries; prints the smallest resolvable mean difference")
+    parser.add_argument("--alpha", type=float, default=0.05,
+                        help="two-sided significance level (default 0.05)")
+    parser.add_argument("--power", type=float, default=0.8,
+                        help="probability of detecting the difference (default 0.8)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from releval import stats
+
+    setting = f"sd {args.sd:g}, alpha {args.alpha:g}, power {args.power:g}, two-sided paired t-test"
+    if args.delta is not None:
+        n = stats.queries_needed(args.sd, args.delta, alpha=args.alpha, power=args.power)
+        print(f"{n} queries to detect a mean difference of {abs(args.delta):g} ({setting})")
+    else:
+        delta = stats.minimum_detectable_difference(args.sd, args.n, alpha=args.alpha,
+                                                    power=args.power)
+        print(f"{delta:.4g} is the smallest mean difference {args.n} queries resolve ({setting})")
+    return 0
