@@ -25,9 +25,10 @@ def atomic_path(target: str | os.PathLike, *, directory: bool = False) -> Iterat
     if directory:
         tmp = Path(tempfile.mkdtemp(prefix=prefix, dir=target.parent))
     else:
-        fd, name = tempfile.mkstemp(prefix=prefix, dir=target.parent)
+        fd, name = tempfile.mkstemp(prefix=prefix, suffix=target.suffix, dir=target.parent)
         os.close(fd)
         tmp = Path(name)
+        os.chmod(tmp, 0o666 & ~_umask())
     try:
         yield tmp
         if directory:
@@ -48,6 +49,12 @@ def atomic_path(target: str | os.PathLike, *, directory: bool = False) -> Iterat
                 shutil.rmtree(tmp, ignore_errors=True)
             else:
                 tmp.unlink()
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def write_bytes(target: str | os.PathLike, data: bytes) -> None:
@@ -89,3 +96,16 @@ def _json_default(obj: Any) -> Any:
     if isinstance(obj, Path):
         return str(obj)
     raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+def write_npy(target: str | os.PathLike, array) -> None:
+    import numpy as np
+
+    with atomic_path(target) as tmp:
+        np.save(tmp, array, allow_pickle=False)
+
+
+def read_npy(path: str | os.PathLike):
+    import numpy as np
+
+    return np.load(path, allow_pickle=False)

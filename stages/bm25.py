@@ -1,0 +1,60 @@
+"""DVC stage `bm25@<chunking>`: BM25Okapi (rank-bm25 semantics, vectorised) over the chunks.
+
+Chunks scoring <= 0 are left out of a query's run: they share no term with it (or only terms
+whose idf is floored at or below 0), so their order would be arbitrary, and no lexical system
+would return them.
+"""
+
+import argparse
+import time
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from releval import runs
+from releval.bm25 import BM25Index, TokenizerConfig, tokenize
+from releval.config import build, load_params, section
+from releval.stage import entry
+
+LATENCY_SAMPLE = 100
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--chunking", required=True)
+    parser.add_argument("--queries", default="data/work/queries.parquet")
+    parser.add_argument("--chunks-dir", default="data/work/chunks")
+    parser.add_argument("--out-root", default="data/work/runs/bm25")
+    args = parser.parse_args()
+    cfg = section(load_params(), "retriever.bm25")
+    tokenizer = build(TokenizerConfig, cfg["tokenizer"], where="retriever.bm25.tokenizer")
+    chunks = pl.read_parquet(Path(args.chunks_dir) / f"{args.chunking}.parquet",
+                             columns=["chunk_id", "doc_id", "text"])
+    queries = pl.read_parquet(args.queries)
+    start = time.perf_counter()
+    index = BM25Index.build([tokenize(t, tokenizer) for t in chunks["text"].to_list()],
+                            k1=float(cfg["k1"]), b=float(cfg["b"]), epsilon=float(cfg["epsilon"]))
+    build_s = time.perf_counter() - start
+    query_tokens = [tokenize(t, tokenizer) for t in queries["text"].to_list()]
+    positions, scores = index.top_k(query_tokens, int(cfg["top_k"]))
+    positions = np.where(scores > 0, positions, -1)
+    seconds = []
+    for text in queries["text"].to_list()[:LATENCY_SAMPLE]:
+        t0 = time.perf_counter()
+        index.top_k([tokenize(text, tokenizer)], int(cfg["top_k"]))
+        seconds.append(time.perf_counter() - t0)
+    run = runs.from_arrays(queries["query_id"].to_list(), positions, scores, chunks)
+    meta = {
+        "config_id": runs.bm25_id(args.chunking), "kind": "bm25", "chunking": args.chunking, "inputs": [],
+        "bm25": {k: cfg[k] for k in ("k1", "b", "epsilon", "top_k")}, "tokenizer": dict(cfg["tokenizer"]),
+        "ops": {"index_bytes": int(index.nbytes), "index_build_s": round(build_s, 3),
+                **runs.latency_summary(np.array(seconds))},
+        "models": {}, "top_k": int(cfg["top_k"]), "queries": queries.height,
+    }
+    runs.write_run(Path(args.out_root) / args.chunking, run, meta)
+    print(f"bm25 {meta['config_id']}: {chunks.height} chunks, {queries.height} queries")
+
+
+if __name__ == "__main__":
+    entry(main)

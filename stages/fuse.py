@@ -1,0 +1,41 @@
+"""DVC stage `fuse@<fusion>-<model>-<chunking>`: fuse a dense run with the BM25 run of the same chunking."""
+
+import argparse
+from pathlib import Path
+
+from releval import runs
+from releval.config import load_params, section
+from releval.fusion import fuse
+from releval.stage import entry
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--fusion", required=True)
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--chunking", required=True)
+    parser.add_argument("--runs-root", default="data/work/runs")
+    args = parser.parse_args()
+    cfg = section(load_params(), f"fusions.{args.fusion}")
+    root = Path(args.runs_root)
+    dense, dense_meta = runs.read_run(root / "dense" / args.model / args.chunking)
+    bm25, bm25_meta = runs.read_run(root / "bm25" / args.chunking)
+    fused = fuse({"dense": dense, "bm25": bm25}, method=cfg["method"], k=float(cfg["k"]),
+                 weights=dict(cfg["weights"]), normalization=cfg["normalization"], depth=int(cfg["depth"]))
+    ops = {key: dense_meta["ops"][key] for key in ("dimension", "chunks_per_s", "tokens_per_s", "truncation_rate")}
+    ops["index_bytes"] = dense_meta["ops"]["index_bytes"] + bm25_meta["ops"]["index_bytes"]
+    # Both retrievers run for every query; the sum of their medians approximates the fused median.
+    for key in ("latency_ms_p50", "latency_ms_p95"):
+        ops[key] = dense_meta["ops"][key] + bm25_meta["ops"][key]
+    meta = {
+        "config_id": runs.fused_id(args.fusion, args.model, args.chunking), "kind": "fused",
+        "model": args.model, "chunking": args.chunking, "fusion": {"name": args.fusion, **dict(cfg)},
+        "inputs": [dense_meta["config_id"], bm25_meta["config_id"]],
+        "ops": ops, "models": dense_meta["models"], "queries": dense_meta["queries"],
+    }
+    runs.write_run(Path(args.runs_root) / "fused" / args.fusion / args.model / args.chunking, fused, meta)
+    print(f"fuse {meta['config_id']}: {fused.height} rows")
+
+
+if __name__ == "__main__":
+    entry(main)

@@ -1,0 +1,61 @@
+"""DVC stage `judgments`: the active judgment set → data/work/qrels.parquet + judgments.json.
+
+Judged documents that are not in the corpus are an error, unless the dataset is a declared
+subset of a larger corpus: then they are dropped, counted and recorded (IDCG must only count
+documents a system could retrieve).
+"""
+
+import argparse
+
+import polars as pl
+
+from releval import io
+from releval.config import load_params, section
+from releval.corpus import read_judgments
+from releval.errors import InputError
+from releval.stage import entry, warn
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--docs", default="data/work/docs.parquet")
+    parser.add_argument("--queries", default="data/work/queries.parquet")
+    parser.add_argument("--out", default="data/work/qrels.parquet")
+    parser.add_argument("--meta", default="data/work/judgments.json")
+    args = parser.parse_args()
+    params = load_params()
+    dataset, judgments = section(params, "dataset"), section(params, "judgments")
+    qrels = read_judgments(judgments["path"], judgments["format"])
+    doc_ids = pl.read_parquet(args.docs, columns=["doc_id"])["doc_id"]
+    query_ids = pl.read_parquet(args.queries, columns=["query_id"])["query_id"]
+    subset = dataset.get("subset") or {}
+    unknown_docs = qrels.filter(~pl.col("doc_id").is_in(doc_ids.implode()))
+    if unknown_docs.height and subset.get("docs") is None:
+        first = unknown_docs.row(0, named=True)
+        raise InputError(f"{unknown_docs.height} judgment(s) name documents not in the corpus "
+                         f"(first: query {first['query_id']}, doc {first['doc_id']})",
+                         file=judgments["path"], field="doc_id")
+    outside_queries = qrels.filter(~pl.col("query_id").is_in(query_ids.implode()))
+    if outside_queries.height and subset.get("queries") is None:
+        first = outside_queries.row(0, named=True)
+        raise InputError(f"{outside_queries.height} judgment(s) name queries not in the query set "
+                         f"(first: query {first['query_id']})", file=judgments["path"], field="query_id")
+    kept = qrels.filter(pl.col("doc_id").is_in(doc_ids.implode()) & pl.col("query_id").is_in(query_ids.implode()))
+    if unknown_docs.height:
+        warn(f"judgments: dropped {unknown_docs.height} judgments of documents outside the corpus subset")
+    io.write_parquet(args.out, kept)
+    io.write_json(args.meta, {
+        "version": judgments["version"],
+        "source": judgments["path"],
+        "source_sha256": io.sha256_file(judgments["path"]),
+        "scale": {str(k): v for k, v in judgments.get("scale", {}).items()},
+        "counts": {"judgments": kept.height, "queries_judged": kept["query_id"].n_unique(),
+                   "dropped_outside_corpus_subset": unknown_docs.height,
+                   "dropped_outside_query_subset": outside_queries.height,
+                   "grades": {str(g): n for g, n in kept.group_by("grade").len().sort("grade").iter_rows()}},
+    })
+    print(f"judgments {judgments['version']}: {kept.height} judgments")
+
+
+if __name__ == "__main__":
+    entry(main)

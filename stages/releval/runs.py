@@ -1,0 +1,87 @@
+"""Run tables and configuration ids.
+
+A run is a polars table ``query_id, chunk_id, doc_id, score, rank`` (rank 1 = best) over the
+chunks of one chunking; scoring collapses it to the judged unit (documents). Every run is
+written with a sidecar ``run.json`` that carries its configuration id, what it was made from
+and its operational figures.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from releval import io
+
+RUN_SCHEMA = {"query_id": pl.Utf8, "chunk_id": pl.Utf8, "doc_id": pl.Utf8, "score": pl.Float64, "rank": pl.Int64}
+
+
+def dense_id(model: str, chunking: str) -> str:
+    return f"{model}/{chunking}"
+
+
+def bm25_id(chunking: str) -> str:
+    return f"bm25/{chunking}"
+
+
+def fused_id(fusion: str, model: str, chunking: str) -> str:
+    return f"{fusion}({model},bm25)/{chunking}"
+
+
+def reranked_id(base_id: str, reranker: str) -> str:
+    return f"{base_id}+rerank({reranker})"
+
+
+def from_arrays(query_ids: list[str], chunk_index: np.ndarray, scores: np.ndarray,
+                chunks: pl.DataFrame) -> pl.DataFrame:
+    """Build a run from per-query arrays of chunk positions (−1 = no hit) and scores, best first."""
+    n_queries, depth = chunk_index.shape
+    valid = chunk_index >= 0
+    rows_q = np.repeat(np.arange(n_queries), depth)[valid.ravel()]
+    positions = chunk_index[valid]
+    ranks = (np.cumsum(valid, axis=1)[valid]).astype(np.int64)
+    return pl.DataFrame({
+        "query_id": np.asarray(query_ids, dtype=object)[rows_q].tolist(),
+        "chunk_id": chunks["chunk_id"].gather(positions),
+        "doc_id": chunks["doc_id"].gather(positions),
+        "score": scores[valid].astype(np.float64),
+        "rank": ranks,
+    }, schema=RUN_SCHEMA)
+
+
+def rank_by_score(run: pl.DataFrame) -> pl.DataFrame:
+    """Order each query by score descending, chunk_id ascending (deterministic ties), and renumber."""
+    ordered = run.sort(["query_id", "score", "chunk_id"], descending=[False, True, False])
+    return ordered.with_columns(pl.int_range(1, pl.len() + 1).over("query_id").cast(pl.Int64).alias("rank"))
+
+
+def collapse_to_documents(run: pl.DataFrame) -> pl.DataFrame:
+    """One row per (query, document): the document's best-ranked chunk stands for it."""
+    best = run.sort(["query_id", "rank"]).unique(subset=["query_id", "doc_id"], keep="first", maintain_order=True)
+    return best.select("query_id", "doc_id", "score", "rank")
+
+
+def write_run(out_dir: str | Path, run: pl.DataFrame, meta: dict[str, Any]) -> None:
+    out_dir = Path(out_dir)
+    io.write_parquet(out_dir / "run.parquet", run.select(list(RUN_SCHEMA)))
+    io.write_json(out_dir / "run.json", meta)
+
+
+def read_run(run_dir: str | Path) -> tuple[pl.DataFrame, dict[str, Any]]:
+    run_dir = Path(run_dir)
+    meta = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+    return pl.read_parquet(run_dir / "run.parquet"), meta
+
+
+def find_runs(root: str | Path) -> list[Path]:
+    """Every run folder below ``root`` (a folder holding run.json and run.parquet), sorted."""
+    return sorted(p.parent for p in Path(root).rglob("run.json") if (p.parent / "run.parquet").exists())
+
+
+def latency_summary(seconds: np.ndarray) -> dict[str, float]:
+    ms = np.asarray(seconds, dtype=np.float64) * 1000.0
+    return {"latency_ms_p50": float(np.percentile(ms, 50)), "latency_ms_p95": float(np.percentile(ms, 95))}

@@ -1,0 +1,109 @@
+"""DVC stage `rerank@<name>`: rescore the top-N of a first-stage run.
+
+Two kinds. `biencoder`: a second, stronger embedding model (one of `models`, used under its own
+protocol) scores each query against each candidate chunk; the default grid uses this. The
+`crossencoder` kind loads a sentence-transformers CrossEncoder from a user-supplied folder; no
+trained cross-encoder ships in any package installable here, so that path is tested for its
+mechanics only (with a randomly initialised model), never for quality.
+"""
+
+import argparse
+import time
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from releval import runs
+from releval.config import load_params, section
+from releval.errors import InputError
+from releval.models import ModelConfig, encode, load_sentence_transformer, read_manifest, resolve_folder
+from releval.rerank import rerank_top_n, top_n_pairs
+from releval.stage import entry
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--name", required=True, help="an entry of grid.reranked")
+    parser.add_argument("--queries", default="data/work/queries.parquet")
+    parser.add_argument("--chunks-dir", default="data/work/chunks")
+    parser.add_argument("--models-dir", default="data/models")
+    parser.add_argument("--runs-root", default="data/work/runs")
+    args = parser.parse_args()
+    params = load_params()
+    entry_cfg = section(params, f"grid.reranked.{args.name}")
+    reranker_name = entry_cfg["reranker"]
+    cfg = section(params, f"rerankers.{reranker_name}")
+    base, base_meta = runs.read_run(Path(args.runs_root) / entry_cfg["run"])
+    top_n = int(cfg["top_n"])
+    pairs = top_n_pairs(base, top_n)
+    chunks = pl.read_parquet(Path(args.chunks_dir) / f"{base_meta['chunking']}.parquet", columns=["chunk_id", "text"])
+    queries = pl.read_parquet(args.queries, columns=["query_id", "text"])
+    start = time.perf_counter()
+    if cfg["kind"] == "biencoder":
+        new_scores, models = _biencoder_scores(params, cfg, pairs, queries, chunks, Path(args.models_dir))
+    elif cfg["kind"] == "crossencoder":
+        new_scores, models = _crossencoder_scores(cfg, pairs, queries, chunks)
+    else:
+        raise InputError(f"unknown reranker kind {cfg['kind']!r}; expected biencoder or crossencoder",
+                         file="params.yaml", field=f"rerankers.{reranker_name}.kind")
+    seconds = time.perf_counter() - start
+    reranked = rerank_top_n(base, new_scores, top_n)
+    ops = dict(base_meta["ops"])
+    per_query_ms = 1000.0 * seconds / max(queries.height, 1)
+    for key in ("latency_ms_p50", "latency_ms_p95"):
+        ops[key] = ops[key] + per_query_ms  # mean rescoring cost per query added to the first stage
+    meta = {
+        "config_id": runs.reranked_id(base_meta["config_id"], reranker_name), "kind": "reranked",
+        "model": base_meta.get("model"), "chunking": base_meta["chunking"],
+        "reranker": {"name": reranker_name, **dict(cfg)}, "inputs": [base_meta["config_id"]],
+        "ops": {**ops, "rerank_pairs": pairs.height, "rerank_s": round(seconds, 3)},
+        "models": {**base_meta["models"], **models}, "queries": base_meta["queries"],
+    }
+    runs.write_run(Path(args.runs_root) / "rerank" / args.name, reranked, meta)
+    print(f"rerank {meta['config_id']}: {pairs.height} pairs in {seconds:.1f} s")
+
+
+def _texts(pairs: pl.DataFrame, queries: pl.DataFrame, chunks: pl.DataFrame) -> pl.DataFrame:
+    return (pairs.join(queries.rename({"text": "query_text"}), on="query_id", how="left")
+            .join(chunks.rename({"text": "chunk_text"}), on="chunk_id", how="left"))
+
+
+def _biencoder_scores(params, cfg, pairs, queries, chunks, models_dir):
+    name = cfg["model"]
+    config = ModelConfig.from_params(name, section(params, f"models.{name}"))
+    manifest = read_manifest(models_dir / name)
+    model = load_sentence_transformer(manifest, config)
+    table = _texts(pairs, queries, chunks)
+    unique_chunks = table.select("chunk_id", "chunk_text").unique(subset="chunk_id", maintain_order=True)
+    chunk_vectors = encode(model, unique_chunks["chunk_text"].to_list(), config, role="document")
+    query_vectors = encode(model, queries["text"].to_list(), config, role="query")
+    chunk_row = {c: i for i, c in enumerate(unique_chunks["chunk_id"].to_list())}
+    query_row = {q: i for i, q in enumerate(queries["query_id"].to_list())}
+    qi = np.array([query_row[q] for q in table["query_id"].to_list()])
+    ci = np.array([chunk_row[c] for c in table["chunk_id"].to_list()])
+    scores = np.einsum("ij,ij->i", query_vectors[qi], chunk_vectors[ci]).astype(np.float64)
+    models = {name: {"revision": manifest["revision"], "weights_sha256": manifest["weights_sha256"],
+                     "protocol": config.protocol()}}
+    return table.select("query_id", "chunk_id").with_columns(pl.Series("score", scores)), models
+
+
+def _crossencoder_scores(cfg, pairs, queries, chunks):
+    from sentence_transformers import CrossEncoder
+
+    from releval.models import weights_sha256
+
+    folder = resolve_folder(cfg["model"])
+    model = CrossEncoder(str(folder), max_length=int(cfg.get("max_length", 512)), device="cpu",
+                         trust_remote_code=bool(cfg.get("trust_remote_code", False)), local_files_only=True)
+    table = _texts(pairs, queries, chunks)
+    scores = model.predict(list(zip(table["query_text"].to_list(), table["chunk_text"].to_list())),
+                           batch_size=int(cfg["batch_size"]), show_progress_bar=False, convert_to_numpy=True)
+    scores = np.asarray(scores, dtype=np.float64).reshape(len(table), -1)[:, 0]
+    models = {cfg["model"]: {"revision": "cross-encoder from a user folder", "weights_sha256": weights_sha256(folder),
+                             "protocol": {"max_length": int(cfg.get("max_length", 512))}}}
+    return table.select("query_id", "chunk_id").with_columns(pl.Series("score", scores)), models
+
+
+if __name__ == "__main__":
+    entry(main)
