@@ -1,0 +1,86 @@
+"""`releval gate`: a regression gate for CI.
+
+    releval gate --baseline REF --candidate REF [--metric ndcg@10] [--must-rank 3]
+
+REF is a configuration id, a run file, or ``REV:config_id`` (see `releval compare`).
+
+Exit codes:
+
+* 0: the candidate is a significant improvement, or the difference is inconclusive; it prints
+  which, with the paired-bootstrap interval.
+* 1: a significant regression (the whole bootstrap interval of candidate - baseline is below
+  0), or a must-never-break query (``must_never_break`` true in data/work/queries.parquet) has
+  no relevant document in the candidate's top N documents (``--must-rank``, default 3). That
+  rule is absolute: it checks the candidate's own ranking, not whether the baseline passed.
+* 2: the two cannot be compared (different contracts or query sets; the message names the
+  difference), or an input is missing or bad. Every failure other than a verdict exits 2, so
+  a 1 always means "the change made retrieval worse".
+
+How to use it as a CI step (reports/ is committed to git, so the baseline is read from the
+target branch's commit with ``git show``; the candidate is the branch's own reports, produced
+by `dvc repro` or pulled with `dvc pull`)::
+
+    # .github/workflows/eval.yml (sketch)
+    - run: git fetch origin main            # the baseline revision must be present
+    - run: dvc pull || dvc repro            # reports/ and data/work/ for the candidate
+    - run: releval gate --baseline origin/main:minilm/c256 --candidate minilm/c256
+
+Use ``fetch-depth: 0`` (or fetch the target branch) in the checkout step so that the revision
+resolves. The must-never-break rule needs the candidate's run (data/work/runs) and
+data/work/qrels.parquet; without flagged queries it needs neither.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+
+from releval import compare
+from releval.commands import compare as compare_command
+from releval.errors import InputError
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--baseline", dest="baseline_ref", required=True, metavar="REF",
+                        help="configuration id, run file, or REV:config_id "
+                             "(e.g. origin/main:minilm/c256)")
+    parser.add_argument("--candidate", dest="candidate_ref", required=True, metavar="REF",
+                        help="configuration id, run file, or REV:config_id")
+    parser.add_argument("--must-rank", type=int, default=3, metavar="N",
+                        help="must-never-break queries need a relevant document in this top N "
+                             "(default 3)")
+    compare_command.add_source_arguments(parser)
+
+
+def _gate(args: argparse.Namespace) -> int:
+    report, sources = compare_command.compare_refs(args)
+    flagged = compare.must_never_break_ids(sources.queries)
+    broken: list[compare.Broken] = []
+    if flagged:
+        try:
+            run = sources.run_for(report.candidate)
+        except InputError as exc:
+            raise InputError(f"{len(flagged)} must-never-break queries need the candidate's run: "
+                             f"{exc}") from None
+        contract = report.candidate.contract
+        broken = compare.must_never_break(flagged, sources.qrels, run, args.must_rank,
+                                          int(contract.get("rel_threshold", 1)),
+                                          contract.get("ties", "docid-asc"))
+    result = compare.gate_decision(report, broken, args.must_rank)
+    print(compare.render_pair(report))
+    print()
+    print(result.message)
+    return result.code
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        return _gate(args)
+    except InputError as exc:
+        print(f"gate: cannot compare — {exc}", file=sys.stderr)
+        return compare.GATE_INCOMPARABLE
+    except Exception:  # a crash must not read as "regression" (exit 1) in CI
+        traceback.print_exc()
+        print("gate: cannot compare — unexpected error (above)", file=sys.stderr)
+        return compare.GATE_INCOMPARABLE

@@ -1,0 +1,659 @@
+"""Paired comparisons of scored configurations, grid-wide tests and the regression gate.
+
+Pure logic: polars tables and dicts in, dataclasses and text out. The command modules
+(`releval compare`, `releval gate`) do the reading; every statistic comes from
+:mod:`releval.stats`.
+
+A *side* of a comparison is one configuration's per-query scores (``query_id`` plus one column
+per metric) together with the full contract it was scored under (the ``contract`` block of
+reports/metrics.json). Two sides are comparable only when their contracts agree on every field
+that changes what a number means (:data:`IGNORED_CONTRACT_FIELDS` lists the ones that do not)
+and they were scored on exactly the same queries. Differences are always
+``candidate - baseline``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from releval import stats
+from releval.errors import InputError
+
+# Contract fields that do not change what a per-query number means: which metrics were
+# computed, which one is headlined, and how many topics the query file held (the query *set*
+# is checked directly on the per-query tables instead).
+IGNORED_CONTRACT_FIELDS = frozenset({"metrics", "primary", "queries"})
+# Contract fields that describe the evaluation set (line 2) rather than the metric (line 3).
+EVALUATION_SET_FIELDS = ("dataset", "judgments_version", "judgments_sha256", "queries", "split",
+                         "pooling")
+DEFAULT_SECONDARY = ("recall@100", "hit@10")
+THRESHOLDS = (1, 2, 3)
+
+
+class NotComparable(InputError):
+    """Two sides that cannot be compared; ``differences`` names every reason."""
+
+    def __init__(self, baseline: str, candidate: str, differences: list[str]):
+        self.differences = list(differences)
+        InputError.__init__(self, "cannot compare: " + "; ".join(self.differences),
+                            file=f"{candidate} vs {baseline}")
+
+
+@dataclass(frozen=True)
+class Side:
+    """One configuration's scores and where they came from."""
+
+    ref: str                     # as the user wrote it: config id, path, or REV:config_id
+    source: str                  # where the numbers came from, for the reader
+    contract: dict[str, Any]     # the full contract (reports/metrics.json "contract")
+    per_query: pl.DataFrame      # query_id + one Float64 column per metric
+    run: pl.DataFrame | None = None  # document-level run (query_id, doc_id, score) if known
+
+
+# --------------------------------------------------------------------------- comparability
+
+def contract_differences(baseline: Mapping[str, Any], candidate: Mapping[str, Any]) -> list[str]:
+    """Every contract field on which the two disagree, as ``"field: baseline X, candidate Y"``."""
+    found = []
+    for key in sorted((set(baseline) | set(candidate)) - IGNORED_CONTRACT_FIELDS):
+        a, b = baseline.get(key, "<absent>"), candidate.get(key, "<absent>")
+        if a != b:
+            found.append(f"{key}: baseline {a!r}, candidate {b!r}")
+    return found
+
+
+def _preview(ids: Sequence[str], limit: int = 5) -> str:
+    ids = sorted(ids)
+    shown = ", ".join(ids[:limit])
+    return shown + (f", … ({len(ids) - limit} more)" if len(ids) > limit else "")
+
+
+def query_set_difference(baseline_ids: Sequence[str], candidate_ids: Sequence[str]) -> str | None:
+    """None when the sets are equal, else a sentence saying how many queries differ and which."""
+    base, cand = set(map(str, baseline_ids)), set(map(str, candidate_ids))
+    if base == cand:
+        return None
+    only_base, only_cand = base - cand, cand - base
+    parts = []
+    if only_base:
+        parts.append(f"{len(only_base)} only in baseline ({_preview(only_base)})")
+    if only_cand:
+        parts.append(f"{len(only_cand)} only in candidate ({_preview(only_cand)})")
+    return (f"query sets differ: {len(only_base) + len(only_cand)} queries differ ("
+            + "; ".join(parts) + f"; {len(base & cand)} shared)")
+
+
+def check_comparable(baseline: Side, candidate: Side, metrics: Sequence[str]) -> None:
+    """Raise :class:`NotComparable` naming every difference in contract, query set or metrics."""
+    problems = []
+    fields = contract_differences(baseline.contract, candidate.contract)
+    if fields:
+        problems.append("contracts differ in " + "; ".join(fields))
+    for side, name in ((baseline, "baseline"), (candidate, "candidate")):
+        missing = [m for m in metrics if m not in side.per_query.columns]
+        if missing:
+            problems.append(f"{name} {side.ref} has no per-query {', '.join(missing)} "
+                            f"(has {', '.join(c for c in side.per_query.columns if c != 'query_id')})")
+        duplicated = side.per_query.height - side.per_query["query_id"].n_unique()
+        if duplicated:
+            problems.append(f"{name} {side.ref} has {duplicated} duplicated query row(s)")
+    difference = query_set_difference(baseline.per_query["query_id"].to_list(),
+                                      candidate.per_query["query_id"].to_list())
+    if difference:
+        problems.append(difference)
+    if problems:
+        raise NotComparable(baseline.ref, candidate.ref, problems)
+
+
+def align(baseline: pl.DataFrame, candidate: pl.DataFrame, metric: str,
+          query_ids: Sequence[str] | None = None) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """Scores of both sides on the same queries, in query_id order (optionally a subset)."""
+    joined = (baseline.select("query_id", pl.col(metric).alias("b"))
+              .join(candidate.select("query_id", pl.col(metric).alias("c")), on="query_id")
+              .sort("query_id"))
+    if query_ids is not None:
+        joined = joined.filter(pl.col("query_id").is_in(list(query_ids)))
+    nulls = joined.filter(pl.col("b").is_null() | pl.col("c").is_null())
+    if nulls.height:
+        raise InputError(f"{nulls.height} queries have no score "
+                         f"({_preview(nulls['query_id'].to_list())})", field=metric)
+    return (joined["query_id"].to_list(), joined["b"].to_numpy().astype(np.float64),
+            joined["c"].to_numpy().astype(np.float64))
+
+
+# --------------------------------------------------------------------------- query metadata
+
+def query_texts(queries: pl.DataFrame | None) -> dict[str, str]:
+    if queries is None or "text" not in queries.columns:
+        return {}
+    return dict(zip(queries["query_id"].cast(pl.Utf8).to_list(), queries["text"].to_list()))
+
+
+def query_slices(queries: pl.DataFrame | None) -> dict[str, list[str]]:
+    """slice name -> query ids carrying it (empty when queries have no ``slices`` column)."""
+    if queries is None or "slices" not in queries.columns:
+        return {}
+    found: dict[str, list[str]] = {}
+    for query_id, names in zip(queries["query_id"].cast(pl.Utf8).to_list(),
+                               queries["slices"].to_list()):
+        for name in names or []:
+            found.setdefault(str(name), []).append(query_id)
+    return dict(sorted(found.items()))
+
+
+def must_never_break_ids(queries: pl.DataFrame | None) -> list[str]:
+    if queries is None or "must_never_break" not in queries.columns:
+        return []
+    flagged = queries.filter(pl.col("must_never_break").fill_null(False))
+    return sorted(flagged["query_id"].cast(pl.Utf8).to_list())
+
+
+# --------------------------------------------------------------------------- one pair
+
+@dataclass(frozen=True)
+class SliceResult:
+    name: str
+    comparison: stats.Comparison
+
+
+@dataclass(frozen=True)
+class PairReport:
+    """Everything the five-line report and its JSON form say."""
+
+    baseline: Side
+    candidate: Side
+    metric: str
+    primary: stats.Comparison
+    secondary: dict[str, stats.Comparison]
+    slices: list[SliceResult]
+    slice_name: str | None
+    texts: dict[str, str]
+    kind: str | None  # "ordering win", "retrieval win", ... (see :func:`win_kind`)
+
+
+def win_kind(primary: stats.Comparison, secondary: Mapping[str, stats.Comparison]) -> str | None:
+    """Tell an ordering change from a retrieval change using the recall@k secondaries.
+
+    A significant primary change with every recall@k inconclusive moved the same documents up
+    or down (ordering); a recall@k change in the same direction means different documents were
+    found (retrieval). None when the primary is inconclusive or no recall@k was compared.
+    """
+    recalls = [c for m, c in secondary.items() if m.startswith("recall@")]
+    if primary.verdict == "inconclusive" or not recalls:
+        return None
+    word = "win" if primary.verdict == "improvement" else "loss"
+    if any(c.verdict == primary.verdict for c in recalls):
+        return f"retrieval {word}"
+    return f"ordering {word}"
+
+
+def compare_sides(baseline: Side, candidate: Side, metric: str,
+                  secondary: Sequence[str] = (), queries: pl.DataFrame | None = None,
+                  slice_name: str | None = None, n_resamples: int = 10_000, seed: int = 0,
+                  confidence: float = 0.95) -> PairReport:
+    """Paired comparison of two sides on ``metric`` with secondaries and per-slice differences.
+
+    ``slice_name`` restricts every number to the queries carrying that slice; otherwise, when
+    queries carry slices, each slice is compared on its own beside the overall result.
+    """
+    secondary = [m for m in secondary if m != metric]
+    check_comparable(baseline, candidate, [metric, *secondary])
+    slices = query_slices(queries)
+    subset = None
+    if slice_name is not None:
+        if slice_name not in slices:
+            raise InputError(f"no query carries slice {slice_name!r}"
+                             + (f"; slices: {', '.join(slices)}" if slices else
+                                "; the queries carry no slices"), field="slice")
+        subset = slices[slice_name]
+
+    def one(name: str, ids=subset) -> stats.Comparison:
+        query_ids, base, cand = align(baseline.per_query, candidate.per_query, name, ids)
+        if not query_ids:
+            raise InputError("no scored query in this selection", field="slice")
+        return stats.compare_paired(base, cand, query_ids, n_resamples, confidence, seed)
+
+    primary = one(metric)
+    others = {name: one(name) for name in secondary}
+    per_slice = []
+    if slice_name is None:
+        scored = set(baseline.per_query["query_id"].to_list())
+        for name, ids in slices.items():
+            ids = [q for q in ids if q in scored]
+            if ids:
+                per_slice.append(SliceResult(name, one(metric, ids)))
+    return PairReport(baseline, candidate, metric, primary, others, per_slice, slice_name,
+                      query_texts(queries), win_kind(primary, others))
+
+
+# --------------------------------------------------------------------------- rendering
+
+def _signed(value: float) -> str:
+    if value is None or not math.isfinite(value):
+        return "±inf" if value is not None else "–"
+    return f"{value:+.4f}"
+
+
+def _interval(interval: Sequence[float]) -> str:
+    return f"[{_signed(interval[0])}, {_signed(interval[1])}]"
+
+
+def format_p(p: float) -> str:
+    return f"{p:.3f}" if p >= 0.001 else f"{p:.1e}"
+
+
+def _short(text: str | None, limit: int = 60) -> str:
+    if not text:
+        return ""
+    text = " ".join(str(text).split())
+    return f' "{text[:limit - 1]}…"' if len(text) > limit else f' "{text}"'
+
+
+def _change(change: stats.QueryChange | None, texts: Mapping[str, str]) -> str:
+    if change is None:
+        return "none"
+    return (f"{change.query_id}{_short(texts.get(change.query_id))} "
+            f"{change.baseline:.4f} → {change.candidate:.4f}")
+
+
+def describe_evaluation_set(contract: Mapping[str, Any], n_queries: int,
+                            slice_name: str | None = None) -> str:
+    sha = contract.get("judgments_sha256")
+    parts = [f"dataset {contract.get('dataset', 'unknown')}",
+             f"judgments {contract.get('judgments_version', 'unknown')}"
+             + (f" (sha256 {str(sha)[:12]})" if sha else ""),
+             f"{n_queries} queries compared"
+             + (f" of {contract['queries']}" if isinstance(contract.get("queries"), int) else ""),
+             f"split {contract.get('split', 'unknown')}"
+             + (f", slice {slice_name}" if slice_name else ""),
+             f"pooling {contract.get('pooling') or 'unknown'}"]
+    return ", ".join(parts)
+
+
+# Terms a reader checks first, in this order; any others follow in the order given.
+CONTRACT_ORDER = ("gain", "ties", "rel_threshold", "no_relevant", "missing_in_run", "collapse")
+
+
+def describe_contract(contract: Mapping[str, Any], metric: str) -> str:
+    skip = set(EVALUATION_SET_FIELDS) | IGNORED_CONTRACT_FIELDS
+    keys = [k for k in CONTRACT_ORDER if k in contract] + [k for k in contract if k not in CONTRACT_ORDER]
+    fields = [f"{key}={contract[key]}" for key in keys if key not in skip]
+    return f"{metric} under " + "; ".join(fields) if fields else metric
+
+
+def _verdict_word(comparison: stats.Comparison) -> str:
+    return comparison.verdict.upper()
+
+
+def render_pair(report: PairReport) -> str:
+    """The five-line report, then one line per slice when the queries carry slices."""
+    p, metric = report.primary, report.metric
+    conf = f"{p.confidence:.0%}"
+    secondary = "; ".join(
+        f"{name} {c.baseline_mean:.4f} → {c.candidate_mean:.4f}, Δ {_signed(c.mean_difference)} "
+        f"{conf} CI {_interval(c.bootstrap_ci)} {c.verdict}"
+        for name, c in report.secondary.items()) or "none"
+    kind = f" ({report.kind})" if report.kind else ""
+    lines = [
+        f"1. candidate {report.candidate.ref} vs baseline {report.baseline.ref}",
+        f"2. evaluation set: {describe_evaluation_set(report.baseline.contract, p.n_queries, report.slice_name)}",
+        f"3. metric contract: {describe_contract(report.baseline.contract, metric)}",
+        f"4. result: {metric} {p.baseline_mean:.4f} → {p.candidate_mean:.4f}, "
+        f"Δ {_signed(p.mean_difference)}, {conf} CI {_interval(p.bootstrap_ci)} "
+        f"(paired bootstrap, {p.n_resamples} query resamples, p {format_p(p.bootstrap_p_value)}; "
+        f"paired t {_interval(p.t_interval)}); W/L/T {p.wins}/{p.losses}/{p.ties}, "
+        f"sign test p {format_p(p.sign_test_p_value)} → {_verdict_word(p)}{kind}",
+        f"5. secondary: {secondary}. Worst query: {_change(p.worst_regression, report.texts)}; "
+        f"best: {_change(p.best_improvement, report.texts)}",
+    ]
+    for result in report.slices:
+        c = result.comparison
+        lines.append(f"   slice {result.name} ({c.n_queries} queries): Δ {_signed(c.mean_difference)} "
+                     f"{conf} CI {_interval(c.bootstrap_ci)}, W/L/T {c.wins}/{c.losses}/{c.ties} "
+                     f"→ {c.verdict}")
+    return "\n".join(lines)
+
+
+def _comparison_dict(comparison: stats.Comparison, texts: Mapping[str, str]) -> dict[str, Any]:
+    data = comparison.to_dict()
+    for key in ("worst_regression", "best_improvement"):
+        if data[key] is not None:
+            data[key]["text"] = texts.get(data[key]["query_id"])
+            data[key]["difference"] = data[key]["candidate"] - data[key]["baseline"]
+    return data
+
+
+def pair_to_dict(report: PairReport) -> dict[str, Any]:
+    """JSON-safe form of a :class:`PairReport` (infinite interval ends become null)."""
+    contract = report.baseline.contract
+    return {
+        "baseline": {"ref": report.baseline.ref, "source": report.baseline.source},
+        "candidate": {"ref": report.candidate.ref, "source": report.candidate.source},
+        "evaluation_set": {
+            "dataset": contract.get("dataset"),
+            "judgments_version": contract.get("judgments_version"),
+            "judgments_sha256": contract.get("judgments_sha256"),
+            "queries": report.primary.n_queries,
+            "split": contract.get("split"),
+            "slice": report.slice_name,
+            "pooling": contract.get("pooling"),
+        },
+        "contract": dict(contract),
+        "metric": report.metric,
+        "verdict": report.primary.verdict,
+        "kind": report.kind,
+        "primary": _comparison_dict(report.primary, report.texts),
+        "secondary": {name: _comparison_dict(c, report.texts)
+                      for name, c in report.secondary.items()},
+        "slices": {r.name: _comparison_dict(r.comparison, report.texts) for r in report.slices},
+    }
+
+
+# --------------------------------------------------------------------------- the grid
+
+@dataclass(frozen=True)
+class GridRow:
+    config_id: str
+    mean: float
+    mean_difference: float
+    bootstrap_ci: tuple[float, float]
+    p_bootstrap: float
+    p_bootstrap_holm: float
+    wins: int
+    losses: int
+    ties: int
+    p_sign: float
+    p_sign_holm: float
+    verdict: str
+    indistinguishable_from_best: bool
+
+
+@dataclass(frozen=True)
+class ThresholdStability:
+    """Winner of the grid when relevance means grade >= t, for each threshold t.
+
+    ``means[t]`` is None where no query has a document of grade >= t (nothing to rank by);
+    such thresholds have no winner and do not count as a change.
+    """
+
+    means: dict[int, dict[str, float] | None]
+    winners: dict[int, str | None]
+
+    @property
+    def changes(self) -> bool:
+        return len({w for w in self.winners.values() if w is not None}) > 1
+
+
+@dataclass(frozen=True)
+class GridReport:
+    metric: str
+    baseline: str
+    n_queries: int
+    n_resamples: int
+    seed: int
+    alpha: float
+    baseline_mean: float
+    rows: list[GridRow]  # every configuration but the baseline, in grid order
+    best: stats.BestSet
+    winner_frequencies: dict[str, float]
+    spread: stats.ScoreSpread
+    thresholds: ThresholdStability | None
+    contract: dict[str, Any] = field(default_factory=dict)
+
+
+def score_matrix(per_query: pl.DataFrame, metric: str,
+                 configs: Sequence[str] | None = None) -> tuple[list[str], list[str], np.ndarray]:
+    """(query ids, config ids, queries x configs matrix) from a long per-query table.
+
+    Refuses configurations scored on different query sets, naming each and how many differ.
+    """
+    if metric not in per_query.columns:
+        raise InputError(f"no per-query {metric}", field="metric")
+    present = list(dict.fromkeys(per_query["config_id"].to_list()))
+    configs = list(configs) if configs is not None else present
+    unknown = [c for c in configs if c not in present]
+    if unknown:
+        raise InputError(f"unknown configuration(s) {unknown}; known: {present}", field="config_id")
+    table = per_query.filter(pl.col("config_id").is_in(configs))
+    all_ids = set(table["query_id"].to_list())
+    problems = []
+    for config in configs:
+        ids = table.filter(pl.col("config_id") == config)["query_id"].to_list()
+        if len(ids) != len(set(ids)):
+            problems.append(f"{config} has {len(ids) - len(set(ids))} duplicated query row(s)")
+        missing = all_ids - set(ids)
+        if missing:
+            problems.append(f"{config} lacks {len(missing)} queries ({_preview(missing)})")
+    if problems:
+        raise NotComparable("grid", "grid", problems)
+    wide = table.pivot(on="config_id", index="query_id", values=metric).sort("query_id")
+    matrix = wide.select(configs).to_numpy().astype(np.float64)
+    if np.isnan(matrix).any():
+        raise InputError(f"{int(np.isnan(matrix).sum())} missing per-query scores", field=metric)
+    return wide["query_id"].to_list(), configs, matrix
+
+
+def threshold_stability(means: Mapping[int, Mapping[str, float] | None]) -> ThresholdStability:
+    """Winner (highest mean; first in order on an exact tie) per relevance threshold."""
+    winners: dict[int, str | None] = {}
+    for threshold, by_config in means.items():
+        if not by_config:
+            winners[int(threshold)] = None
+            continue
+        names = list(by_config)
+        values = np.array([by_config[n] for n in names], dtype=np.float64)
+        winners[int(threshold)] = names[int(np.argmax(values))]
+    return ThresholdStability({int(t): dict(m) if m else None for t, m in means.items()}, winners)
+
+
+def compare_grid(per_query: pl.DataFrame, baseline: str, metric: str,
+                 configs: Sequence[str] | None = None, n_resamples: int = 10_000, seed: int = 0,
+                 alpha: float = 0.05, spread_width: float = 0.01,
+                 threshold_means: Mapping[int, Mapping[str, float]] | None = None,
+                 contract: Mapping[str, Any] | None = None) -> GridReport:
+    """Every configuration against ``baseline``: raw and Holm-adjusted p-values (bootstrap and
+    sign test), the set indistinguishable from the best, and stability of the winner."""
+    query_ids, configs, matrix = score_matrix(per_query, metric, configs)
+    if baseline not in configs:
+        raise InputError(f"unknown baseline {baseline!r}; known: {configs}", field="baseline")
+    b = configs.index(baseline)
+    others = [i for i in range(len(configs)) if i != b]
+    best = stats.indistinguishable_from_best(matrix, configs, n_resamples, alpha, seed)
+    rows = []
+    if others:
+        grid = stats.bootstrap_many(matrix[:, b], matrix[:, others], n_resamples, 1 - alpha, seed)
+        wlt = [stats.win_loss_tie(matrix[:, b], matrix[:, i]) for i in others]
+        p_sign = np.array([stats.sign_test(w, l) for w, l, _ in wlt])
+        p_boot_holm, p_sign_holm = stats.holm(grid.p_value), stats.holm(p_sign)
+        for k, i in enumerate(others):
+            low, high = float(grid.low[k]), float(grid.high[k])
+            rows.append(GridRow(
+                config_id=configs[i], mean=float(matrix[:, i].mean()),
+                mean_difference=float(grid.mean_difference[k]), bootstrap_ci=(low, high),
+                p_bootstrap=float(grid.p_value[k]), p_bootstrap_holm=float(p_boot_holm[k]),
+                wins=wlt[k][0], losses=wlt[k][1], ties=wlt[k][2],
+                p_sign=float(p_sign[k]), p_sign_holm=float(p_sign_holm[k]),
+                verdict=stats.verdict(low, high),
+                indistinguishable_from_best=configs[i] in best.indistinguishable))
+    return GridReport(
+        metric=metric, baseline=baseline, n_queries=len(query_ids), n_resamples=int(n_resamples),
+        seed=seed, alpha=float(alpha), baseline_mean=float(matrix[:, b].mean()), rows=rows,
+        best=best, winner_frequencies=stats.winner_frequencies(matrix, configs, n_resamples, seed),
+        spread=stats.score_spread(matrix.mean(axis=0), spread_width),
+        thresholds=threshold_stability(threshold_means) if threshold_means else None,
+        contract=dict(contract or {}))
+
+
+def render_grid(report: GridReport) -> str:
+    conf = f"{1 - report.alpha:.0%}"
+    lines = [f"grid: {report.metric} vs baseline {report.baseline} on {report.n_queries} queries "
+             f"({report.n_resamples} paired bootstrap resamples, seed {report.seed}; "
+             f"p-values Holm-adjusted over {len(report.rows)} comparisons)"]
+    if report.contract:
+        lines.append(f"evaluation set: {describe_evaluation_set(report.contract, report.n_queries)}")
+        lines.append(f"metric contract: {describe_contract(report.contract, report.metric)}")
+    width = max([len(report.baseline) + 11] + [len(r.config_id) for r in report.rows])
+    header = (f"{'configuration':<{width}}  {'mean':>7}  {'Δ':>8}  {conf + ' CI':^20}  "
+              f"{'p boot':>7}  {'Holm':>7}  {'W/L/T':>11}  {'p sign':>7}  {'Holm':>7}  verdict")
+    lines += ["", header, "-" * len(header),
+              f"{report.baseline + ' (baseline)':<{width}}  {report.baseline_mean:>7.4f}  {'':>8}  "
+              f"{'':^20}  {'':>7}  {'':>7}  {'':>11}  {'':>7}  {'':>7}  {'—':<12}"
+              + ("  ≈best" if report.baseline in report.best.indistinguishable else "")]
+    for r in report.rows:
+        mark = "  ≈best" if r.indistinguishable_from_best else ""
+        lines.append(
+            f"{r.config_id:<{width}}  {r.mean:>7.4f}  {_signed(r.mean_difference):>8}  "
+            f"{_interval(r.bootstrap_ci):^20}  {format_p(r.p_bootstrap):>7}  "
+            f"{format_p(r.p_bootstrap_holm):>7}  {f'{r.wins}/{r.losses}/{r.ties}':>11}  "
+            f"{format_p(r.p_sign):>7}  {format_p(r.p_sign_holm):>7}  {r.verdict:<12}{mark}")
+    best = report.best
+    lines += ["",
+              f"best: {best.best}; statistically indistinguishable from it (bootstrap, Holm, "
+              f"alpha {best.alpha:g}): {', '.join(best.indistinguishable)}"]
+    freqs = sorted(report.winner_frequencies.items(), key=lambda kv: (-kv[1], kv[0]))
+    lines.append("winner under query resampling: "
+                 + ", ".join(f"{name} {share:.1%}" for name, share in freqs if share > 0))
+    s = report.spread
+    lines.append(f"score spread: {s.low:.4f}–{s.high:.4f} ({s.spread:.4f}); "
+                 + (f"NARROW: every configuration within {s.width:g}, differences too small "
+                    "to matter" if s.narrow else f"not narrow (width {s.width:g})"))
+    if report.thresholds is None:
+        lines.append("winner by relevance threshold: not computed")
+    else:
+        t = report.thresholds
+        lines.append("winner by relevance threshold: "
+                     + ", ".join(f"grade >= {k}: {w or 'no relevant documents'}"
+                                 for k, w in sorted(t.winners.items()))
+                     + (" → the WINNER CHANGES with the threshold" if t.changes
+                        else " → same winner at every threshold"))
+    return "\n".join(lines)
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+def grid_to_dict(report: GridReport) -> dict[str, Any]:
+    return {
+        "metric": report.metric,
+        "baseline": report.baseline,
+        "baseline_mean": report.baseline_mean,
+        "queries": report.n_queries,
+        "n_resamples": report.n_resamples,
+        "seed": report.seed,
+        "alpha": report.alpha,
+        "contract": report.contract,
+        "configs": [{
+            "config_id": r.config_id, "mean": r.mean, "mean_difference": r.mean_difference,
+            "bootstrap_ci": [_finite(r.bootstrap_ci[0]), _finite(r.bootstrap_ci[1])],
+            "p_bootstrap": r.p_bootstrap, "p_bootstrap_holm": r.p_bootstrap_holm,
+            "wins": r.wins, "losses": r.losses, "ties": r.ties,
+            "p_sign": r.p_sign, "p_sign_holm": r.p_sign_holm, "verdict": r.verdict,
+            "indistinguishable_from_best": r.indistinguishable_from_best,
+        } for r in report.rows],
+        "best": report.best.best,
+        "indistinguishable_from_best": list(report.best.indistinguishable),
+        "adjusted_p_vs_best": report.best.adjusted_p_values,
+        "winner_frequencies": report.winner_frequencies,
+        "score_spread": {"low": report.spread.low, "high": report.spread.high,
+                         "spread": report.spread.spread, "width": report.spread.width,
+                         "narrow": report.spread.narrow},
+        "thresholds": None if report.thresholds is None else {
+            "winners": {str(k): v for k, v in report.thresholds.winners.items()},
+            "means": {str(k): v for k, v in report.thresholds.means.items()},  # null: no relevant
+            "winner_changes": report.thresholds.changes,
+        },
+    }
+
+
+# --------------------------------------------------------------------------- the gate
+
+GATE_PASS, GATE_FAIL, GATE_INCOMPARABLE = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class Broken:
+    """A must-never-break query without a relevant document in the candidate's top N."""
+
+    query_id: str
+    best_rank: int | None  # document rank of its best-ranked relevant document; None: not retrieved
+
+
+def document_ranks(run: pl.DataFrame, ties: str = "docid-asc") -> pl.DataFrame:
+    """query_id, doc_id, doc_rank (1 = best) from a run, ordered as the metric engine orders it.
+
+    A document scores its best row (its best chunk, as after collapsing); documents are ordered
+    by score descending, then doc_id ascending (``ties="trec_eval"``: descending, scores
+    compared in single precision), so ranks count documents, not chunks.
+    """
+    docs = (run.select(pl.col("query_id").cast(pl.Utf8), pl.col("doc_id").cast(pl.Utf8),
+                       pl.col("score").cast(pl.Float64))
+            .group_by("query_id", "doc_id").agg(pl.col("score").max()))
+    if ties == "trec_eval":
+        docs = docs.with_columns(pl.col("score").cast(pl.Float32))
+    docs = docs.sort(["query_id", "score", "doc_id"], descending=[False, True, ties == "trec_eval"])
+    return docs.select("query_id", "doc_id",
+                       pl.int_range(1, pl.len() + 1).over("query_id").cast(pl.Int64).alias("doc_rank"))
+
+
+def must_never_break(flagged: Sequence[str], qrels: pl.DataFrame, run: pl.DataFrame,
+                     top_n: int = 3, rel_threshold: int = 1,
+                     ties: str = "docid-asc") -> list[Broken]:
+    """Flagged queries with no document of grade >= ``rel_threshold`` in the run's top ``top_n``.
+
+    A flagged query without any relevant judged document cannot be checked and is bad input.
+    """
+    if top_n < 1:
+        raise InputError(f"must be >= 1, got {top_n}", field="must-rank")
+    if not flagged:
+        return []
+    relevant = (qrels.filter(pl.col("grade") >= rel_threshold)
+                .select(pl.col("query_id").cast(pl.Utf8), pl.col("doc_id").cast(pl.Utf8)))
+    unjudged = sorted(set(flagged) - set(relevant["query_id"].to_list()))
+    if unjudged:
+        raise InputError(f"must-never-break quer{'y' if len(unjudged) == 1 else 'ies'} "
+                         f"{_preview(unjudged)} ha{'s' if len(unjudged) == 1 else 've'} no judged "
+                         f"document of grade >= {rel_threshold}", field="must_never_break")
+    ranks = document_ranks(run, ties).join(relevant, on=["query_id", "doc_id"])
+    best = dict(ranks.group_by("query_id").agg(pl.col("doc_rank").min()).iter_rows())
+    return [Broken(q, best.get(q)) for q in sorted(flagged)
+            if best.get(q) is None or best[q] > top_n]
+
+
+@dataclass(frozen=True)
+class GateResult:
+    code: int
+    message: str
+
+
+def gate_decision(report: PairReport, broken: Sequence[Broken], top_n: int) -> GateResult:
+    """Exit 1 on a significant regression or a broken must-never-break query, else 0."""
+    p = report.primary
+    conf = f"{p.confidence:.0%}"
+    summary = (f"{report.metric} Δ {_signed(p.mean_difference)}, {conf} CI {_interval(p.bootstrap_ci)}, "
+               f"W/L/T {p.wins}/{p.losses}/{p.ties} ({report.candidate.ref} vs {report.baseline.ref}, "
+               f"{p.n_queries} queries)")
+    lines = []
+    code = GATE_PASS
+    if p.verdict == "regression":
+        code = GATE_FAIL
+        lines.append(f"gate: FAIL — significant regression: {summary}")
+    else:
+        what = "significant improvement" if p.verdict == "improvement" else "inconclusive"
+        lines.append(f"gate: PASS — {what}: {summary}" if not broken
+                     else f"metric: passes ({what}): {summary}")
+    if broken:
+        code = GATE_FAIL
+        lines.append(f"gate: FAIL — {len(broken)} must-never-break quer"
+                     f"{'y' if len(broken) == 1 else 'ies'} without a relevant document in the "
+                     f"top {top_n}:")
+        for b in broken:
+            where = "not retrieved" if b.best_rank is None else f"first relevant at rank {b.best_rank}"
+            lines.append(f"  {b.query_id}{_short(report.texts.get(b.query_id))}: {where}")
+    return GateResult(code, "\n".join(lines))
