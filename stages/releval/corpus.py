@@ -30,6 +30,8 @@ leave a judgment pointing at a missing document and change the corpus size from 
 from __future__ import annotations
 
 import hashlib
+import gzip
+import io
 import json
 import os
 import re
@@ -234,6 +236,16 @@ def _content_sha256(record: _Record) -> str:
 
 # --- line reading -----------------------------------------------------------------------------
 
+def _open_binary(path: Path):
+    """Plain or gzip-compressed (``.gz``); offsets in errors refer to the decompressed bytes."""
+    if path.suffix.lower() != ".gz":
+        return open(path, "rb")
+    try:
+        return io.BytesIO(gzip.decompress(path.read_bytes()))
+    except (OSError, EOFError) as exc:
+        raise InputError(f"not a readable gzip file: {exc}", file=str(path), field="encoding") from None
+
+
 def _lines(path: Path) -> Iterator[tuple[int, str]]:
     """Yield ``(1-based line number, line without its LF/CRLF)``; strict UTF-8, BOM stripped.
 
@@ -241,7 +253,7 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
     strings may contain raw, and would shift every later line number.
     """
     offset = 0
-    with open(path, "rb") as fh:
+    with _open_binary(path) as fh:
         for number, raw in enumerate(fh, start=1):
             start = len(_BOM) if number == 1 and raw.startswith(_BOM) else 0
             try:
@@ -264,7 +276,8 @@ def _strip_line_end(line: str) -> str:
 
 def _read_text(path: Path) -> str:
     """A whole file as text: strict UTF-8, BOM stripped, CRLF -> LF."""
-    data = path.read_bytes()
+    with _open_binary(path) as fh:
+        data = fh.read()
     start = len(_BOM) if data.startswith(_BOM) else 0
     try:
         text = data[start:].decode("utf-8")

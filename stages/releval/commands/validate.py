@@ -1,0 +1,295 @@
+"""`releval validate`: check queries, judgments or a whole dataset; print every problem.
+
+    releval validate PATH [--corpus FILE] [--corpus-format jsonl] [--queries FILE] [--judgments SET_DIR]
+
+PATH is one of (recognised in this order):
+
+* a judgment-set directory (holds ``manifest.yaml`` or ``judgments.jsonl``), e.g.
+  ``data/judgments/pydocs-v1``: manifest, rubric, hash, every judgment against the scale; with
+  the queries and corpus of its dataset (found next to ``judgments/``, or given), dangling ids;
+* a dataset directory (holds ``queries.jsonl`` and/or ``judgments/``), e.g. ``data``: the
+  queries, the corpus (``--corpus``, else ``corpus.jsonl[.gz]`` or ``pydocs/corpus.jsonl.gz``
+  inside it), and every judgment set under ``judgments/`` including that each ``parent`` exists;
+* a directory of judgment sets (e.g. ``data/judgments``): each set;
+* a filled pool (``.csv``, or a ``.jsonl`` whose records carry ``snippet``): its graded rows,
+  read exactly as ``releval pool --import`` reads them, against ``--judgments SET_DIR``'s scale;
+* a ``judgments.jsonl`` (with a ``manifest.yaml`` beside it: that set; alone: grades >= 0);
+* a queries file (``.jsonl``).
+
+Every problem is printed as ``FILE:LINE: field 'F': message``; exit 1 when there are any, else 0
+with a one-line summary. Nothing on disk is written or changed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+import polars as pl
+
+from releval import judgments as jmod
+from releval.corpus import read_corpus
+from releval.errors import InputError, InputErrors
+from releval.schemas import check_references, validate_judgment_records, validate_judgments, validate_queries
+
+QUERIES_NAME = "queries.jsonl"
+CORPUS_CANDIDATES = ("corpus.jsonl", "corpus.jsonl.gz", "pydocs/corpus.jsonl.gz")
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("path", metavar="PATH",
+                        help="queries file, judgment-set directory, dataset directory, or filled pool")
+    parser.add_argument("--corpus", help="corpus file: judged doc_ids must exist in it (default: found in the dataset)")
+    parser.add_argument("--corpus-format", default="jsonl", choices=("jsonl", "folder", "beir", "smart", "parquet"),
+                        help="format of --corpus (default jsonl; .gz is decompressed)")
+    parser.add_argument("--queries", help="queries.jsonl: judged query_ids must exist in it "
+                                          "(default: the dataset's queries.jsonl)")
+    parser.add_argument("--judgments", metavar="SET_DIR",
+                        help="for a filled pool: the judgment set whose scale and judgments it is checked against")
+    parser.add_argument("--annotator", help="for a filled pool: the annotator of rows whose annotator column is empty "
+                                            "(as `releval pool --import --annotator`)")
+
+
+def run(args: argparse.Namespace) -> int:
+    problems, summary = validate_path(Path(args.path), corpus=args.corpus, corpus_format=args.corpus_format,
+                                      queries=args.queries, judgment_set=args.judgments, annotator=args.annotator)
+    for problem in sorted(problems, key=lambda e: (e.file or "", e.line or 0)):
+        print(problem)
+    if problems:
+        print(f"{len(problems)} problem{'s' if len(problems) != 1 else ''} in {args.path}", file=sys.stderr)
+        return 1
+    print(f"ok: {summary}")
+    return 0
+
+
+# --------------------------------------------------------------------------- discovery
+
+def dataset_root_of(set_dir: Path) -> Path | None:
+    """The dataset directory of ``<dataset>/judgments/<version>``, else None."""
+    set_dir = set_dir.resolve()
+    return set_dir.parent.parent if set_dir.parent.name == "judgments" else None
+
+
+def find_corpus(root: Path | None) -> Path | None:
+    if root is None:
+        return None
+    return next((root / name for name in CORPUS_CANDIDATES if (root / name).is_file()), None)
+
+
+def find_queries(root: Path | None) -> Path | None:
+    if root is None:
+        return None
+    path = root / QUERIES_NAME
+    return path if path.is_file() else None
+
+
+def is_set_dir(path: Path) -> bool:
+    return path.is_dir() and ((path / jmod.MANIFEST_NAME).exists() or (path / jmod.JUDGMENTS_NAME).exists())
+
+
+def is_dataset_dir(path: Path) -> bool:
+    return path.is_dir() and ((path / QUERIES_NAME).is_file() or (path / "judgments").is_dir())
+
+
+def read_docs(path: str | Path, fmt: str = "jsonl") -> pl.DataFrame:
+    """doc_id, title, text of a corpus file (jsonl[.gz], folder, beir, smart) or a docs.parquet."""
+    path = Path(path)
+    if fmt == "parquet" or path.suffix.lower() == ".parquet":
+        try:
+            frame = pl.read_parquet(path)
+        except Exception as exc:  # polars raises several types for a bad file
+            raise InputError(f"not a readable parquet file: {exc}", file=str(path), field="path") from None
+        for column in ("doc_id", "text"):
+            if column not in frame.columns:
+                raise InputError("missing column", file=str(path), field=column)
+        if "title" not in frame.columns:
+            frame = frame.with_columns(pl.lit("").alias("title"))
+        return frame.select(pl.col("doc_id").cast(pl.Utf8), pl.col("title").cast(pl.Utf8), pl.col("text").cast(pl.Utf8))
+    return read_corpus(path, fmt).select("doc_id", "title", "text")
+
+
+# --------------------------------------------------------------------------- checks
+
+class _Context:
+    """Queries and corpus, read once, with their own problems collected."""
+
+    def __init__(self, queries: Path | None, corpus: Path | None, corpus_format: str):
+        self.problems: list[InputError] = []
+        self.notes: list[str] = []
+        self.queries_path, self.corpus_path = queries, corpus
+        self.queries: pl.DataFrame | None = None
+        self.docs: pl.DataFrame | None = None
+        if queries is not None:
+            frame, errors = validate_queries(queries)
+            self.problems += errors
+            self.queries = frame
+        if corpus is not None:
+            try:
+                self.docs = read_docs(corpus, corpus_format)
+            except InputErrors as exc:
+                self.problems += exc.errors
+            except InputError as exc:
+                self.problems.append(exc)
+
+    @property
+    def query_ids(self) -> list[str] | None:
+        if self.queries is None:
+            return None
+        return [q for q in self.queries["query_id"].to_list() if q is not None]
+
+    @property
+    def doc_lengths(self) -> dict[str, int] | None:
+        return None if self.docs is None else jmod.doc_lengths(self.docs)
+
+
+def _check_set(directory: Path, context: _Context) -> tuple[jmod.JudgmentSet | None, list[InputError]]:
+    return jmod.validate_version(directory, query_ids=context.query_ids, doc_lengths=context.doc_lengths)
+
+
+def _set_summary(judgment_set: jmod.JudgmentSet | None, directory: Path) -> str:
+    if judgment_set is None:
+        return f"judgment set {directory.name}"
+    frame = judgment_set.judgments
+    return (f"judgment set {judgment_set.version}: {frame.height} judgments, "
+            f"{frame['query_id'].n_unique()} queries, {len(judgment_set.manifest.annotators)} annotator(s)")
+
+
+def _checked_against(context: _Context) -> str:
+    parts = []
+    if context.queries_path is not None:
+        parts.append(f"queries {context.queries_path}")
+    if context.corpus_path is not None:
+        parts.append(f"corpus {context.corpus_path}")
+    return f" (ids checked against {' and '.join(parts)})" if parts else " (ids not checked: no queries or corpus)"
+
+
+def validate_sets(directories: list[Path], context: _Context) -> tuple[list[InputError], list[str]]:
+    problems: list[InputError] = []
+    summaries: list[str] = []
+    for directory in directories:
+        judgment_set, errors = _check_set(directory, context)
+        problems += errors
+        summaries.append(_set_summary(judgment_set, directory))
+    for directory in directories:
+        names = sorted(d.name for d in directory.parent.iterdir() if is_set_dir(d))
+        parent = _declared_parent(directory / jmod.MANIFEST_NAME)
+        if isinstance(parent, str) and parent not in names:
+            manifest_path = directory / jmod.MANIFEST_NAME
+            problems.append(InputError(f"parent version {parent!r} not found next to this set "
+                                       f"(sets here: {', '.join(names)})", file=str(manifest_path),
+                                       line=jmod.manifest_lines(manifest_path).get("parent", 1), field="parent"))
+    return problems, summaries
+
+
+def _declared_parent(manifest_path: Path) -> object:
+    """The manifest's ``parent`` value even when other keys are wrong (None when unreadable)."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(manifest_path.read_text(encoding="utf-8-sig"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return None
+    return data.get("parent") if isinstance(data, dict) else None
+
+
+def validate_pool_file(path: Path, context: _Context, judgment_set_dir: str | None,
+                       annotator: str | None = None) -> tuple[list[InputError], str]:
+    from releval.commands.pool import read_filled_pool
+
+    problems: list[InputError] = []
+    scale, prior = None, None
+    if judgment_set_dir is not None:
+        judgment_set, errors = _check_set(Path(judgment_set_dir), _Context(None, None, "jsonl"))
+        problems += errors
+        if judgment_set is not None:
+            scale, prior = judgment_set.manifest.scale, judgment_set.judgments
+    records, ungraded, errors = read_filled_pool(path, annotator)
+    problems += errors
+    frame, errors = validate_judgment_records(records, str(path), scale, None, prior=prior,
+                                              prior_source=str(Path(judgment_set_dir or ".") / jmod.JUDGMENTS_NAME))
+    problems += errors
+    problems += check_references(frame, str(path), query_ids=context.query_ids, doc_lengths=context.doc_lengths)
+    scale_note = "" if scale is not None else " (no --judgments: grades checked as integers >= 0 only)"
+    return problems, f"filled pool {path}: {len(records)} graded rows, {ungraded} ungraded{scale_note}"
+
+
+def _looks_like_pool(path: Path) -> bool:
+    if path.suffix.lower() == ".csv":
+        return True
+    try:
+        with open(path, encoding="utf-8-sig") as fh:
+            for line in fh:
+                if line.strip():
+                    first = json.loads(line)
+                    return isinstance(first, dict) and "snippet" in first
+    except (OSError, ValueError):
+        return False
+    return False
+
+
+def _looks_like_judgments(path: Path) -> bool:
+    if path.name == jmod.JUDGMENTS_NAME:
+        return True
+    try:
+        with open(path, encoding="utf-8-sig") as fh:
+            for line in fh:
+                if line.strip():
+                    first = json.loads(line)
+                    return isinstance(first, dict) and "doc_id" in first and "grade" in first
+    except (OSError, ValueError):
+        return False
+    return False
+
+
+def validate_path(path: Path, *, corpus: str | None = None, corpus_format: str = "jsonl", queries: str | None = None,
+                  judgment_set: str | None = None, annotator: str | None = None) -> tuple[list[InputError], str]:
+    """Every problem under ``path`` and a one-line summary. Reads only; writes nothing."""
+    corpus_path = Path(corpus) if corpus else None
+    queries_path = Path(queries) if queries else None
+    if not path.exists():
+        return [InputError("no such file or directory", file=str(path), field="path")], ""
+    if is_set_dir(path):
+        root = dataset_root_of(path)
+        context = _Context(queries_path or find_queries(root), corpus_path or find_corpus(root), corpus_format)
+        problems, summaries = validate_sets([path], context)
+        return context.problems + problems, summaries[0] + _checked_against(context)
+    if is_dataset_dir(path):
+        context = _Context(queries_path or find_queries(path), corpus_path or find_corpus(path), corpus_format)
+        set_dirs = sorted(p for p in (path / "judgments").iterdir() if is_set_dir(p)) \
+            if (path / "judgments").is_dir() else []
+        problems, summaries = validate_sets(set_dirs, context)
+        parts = []
+        if context.queries is not None:
+            splits = context.queries["split"].value_counts().sort("split").iter_rows()
+            parts.append(f"{context.queries.height} queries ({', '.join(f'{n} {s}' for s, n in splits if s)})")
+        if context.docs is not None:
+            parts.append(f"{context.docs.height} documents")
+        parts.append(f"{len(set_dirs)} judgment set(s)" + (f": {'; '.join(summaries)}" if summaries else ""))
+        return context.problems + problems, f"dataset {path}: " + ", ".join(parts)
+    if path.is_dir():
+        set_dirs = sorted(p for p in path.iterdir() if is_set_dir(p))
+        if not set_dirs:
+            return [InputError("not a judgment set, a dataset or a directory of judgment sets: no manifest.yaml, "
+                               "judgments.jsonl, queries.jsonl or judgments/ here", file=str(path), field="path")], ""
+        root = path.resolve().parent if path.resolve().name == "judgments" else None
+        context = _Context(queries_path or find_queries(root), corpus_path or find_corpus(root), corpus_format)
+        problems, summaries = validate_sets(set_dirs, context)
+        return context.problems + problems, "; ".join(summaries) + _checked_against(context)
+    context = _Context(queries_path, corpus_path, corpus_format)
+    if _looks_like_pool(path):
+        problems, summary = validate_pool_file(path, context, judgment_set, annotator)
+        return context.problems + problems, summary
+    if _looks_like_judgments(path):
+        if (path.parent / jmod.MANIFEST_NAME).exists():
+            return validate_path(path.parent, corpus=corpus, corpus_format=corpus_format, queries=queries)
+        frame, problems = validate_judgments(path)
+        problems += check_references(frame, str(path), query_ids=context.query_ids, doc_lengths=context.doc_lengths)
+        return context.problems + problems, (f"judgments {path}: {frame.height} judgments "
+                                             "(no manifest: grades checked as integers >= 0 only)")
+    frame, problems = validate_queries(path)
+    summary = f"queries {path}: {frame.height} queries"
+    if frame.height:
+        counts = dict(frame["split"].value_counts().iter_rows())
+        summary += f" ({counts.get('dev', 0)} dev, {counts.get('holdout', 0)} holdout)"
+    return context.problems + problems, summary

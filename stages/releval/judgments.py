@@ -1,0 +1,517 @@
+"""Judgment sets: versioned directories of graded judgments, their qrels, and what a new version changes.
+
+A judgment set is a directory ``data/judgments/<version>/`` holding
+
+``manifest.yaml``
+    ``version``           the set's id; equal to the directory's name
+    ``parent``            the version this one revises, or null for the first
+    ``date``              ISO date (YYYY-MM-DD) the version was written
+    ``scale``             grade -> label, integer grades >= 0, e.g. {0: not relevant, 1: partial, 2: relevant}
+    ``rubric``            the annotators' rubric, a file path relative to the set's directory
+    ``annotators``        the names allowed in the ``annotator`` field
+    ``judgments_sha256``  sha256 of ``judgments.jsonl``'s bytes: an edit without a new manifest is caught
+    ``description``       optional free text
+``judgments.jsonl``
+    one judgment per line (fields in :mod:`releval.schemas`)
+the rubric file (e.g. ``RUBRIC.md``)
+
+Example ``manifest.yaml``::
+
+    version: pydocs-v2
+    parent: pydocs-v1
+    date: '2026-11-30'
+    scale: {0: not relevant, 1: partially relevant, 2: relevant, 3: highly relevant}
+    rubric: RUBRIC.md
+    annotators: [alice, bob]
+    judgments_sha256: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08
+
+Versions are never edited in place once scores are reported from them: a revision is a new
+directory whose ``parent`` names the old one; :func:`idcg_change_report` says which queries' ideal
+DCG moved between the two and why.
+
+Several annotators, one grade (:func:`aggregate`): when more than one annotator judged the same
+(query, document), the qrels grade is the **lower median** of their grades (for grades sorted
+ascending, the element at index (n - 1) // 2): the middle grade for an odd count, the lower of
+the two middle grades for an even count -- so two annotators give the lower of their two grades.
+It is always a grade someone gave (on the scale, an integer), it does not depend on the
+annotators' order or names, one outlier cannot move it past the middle, and ties go the
+conservative way: a document is only as relevant as half the annotators (rounded up) say.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import os
+import re
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+import polars as pl
+
+from releval import io
+from releval.errors import InputError
+from releval.schemas import Record, check_references, raise_all, validate_judgment_records, validate_judgments
+
+MANIFEST_NAME = "manifest.yaml"
+JUDGMENTS_NAME = "judgments.jsonl"
+MANIFEST_KEYS = ("version", "parent", "date", "scale", "rubric", "annotators", "judgments_sha256")
+OPTIONAL_MANIFEST_KEYS = ("description",)
+GAINS = ("exponential", "linear")
+QRELS_SCHEMA = pl.Schema({"query_id": pl.Utf8, "doc_id": pl.Utf8, "grade": pl.Int64})
+
+_VERSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+@dataclass(frozen=True)
+class Manifest:
+    version: str
+    parent: str | None
+    date: str
+    scale: dict[int, str]
+    rubric: str
+    annotators: tuple[str, ...]
+    judgments_sha256: str
+    description: str = ""
+
+    def to_yaml(self) -> str:
+        """The manifest as YAML, keys in a fixed order (identical manifests give identical bytes)."""
+        import yaml
+
+        document: dict[str, Any] = {
+            "version": self.version, "parent": self.parent, "date": self.date,
+            "scale": {int(g): self.scale[g] for g in sorted(self.scale)}, "rubric": self.rubric,
+            "annotators": list(self.annotators), "judgments_sha256": self.judgments_sha256,
+        }
+        if self.description:
+            document["description"] = self.description
+        return yaml.safe_dump(document, sort_keys=False, allow_unicode=True, default_flow_style=None, width=100)
+
+
+@dataclass(frozen=True)
+class JudgmentSet:
+    """A loaded, validated judgment set."""
+
+    path: Path
+    manifest: Manifest
+    judgments: pl.DataFrame  # JUDGMENTS_SCHEMA: query_id, doc_id, grade, annotator, spans, notes, line
+    rubric_sha256: str = ""
+
+    @property
+    def version(self) -> str:
+        return self.manifest.version
+
+    def qrels(self) -> pl.DataFrame:
+        return aggregate(self.judgments)
+
+
+# --------------------------------------------------------------------------- manifest
+
+def read_manifest(path: str | os.PathLike, *,
+                  expected_version: str | None = None) -> tuple[Manifest | None, list[InputError]]:
+    """Read and check ``manifest.yaml`` (YAML, or JSON, which YAML reads too); every problem is listed.
+
+    Returns (manifest or None when it is unusable, problems). Lines are those of the key.
+    """
+    import yaml
+
+    path = Path(path)
+    source = str(path)
+    if not path.is_file():
+        return None, [InputError("no such file: a judgment set needs a manifest.yaml", file=source, field="manifest")]
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        return None, [InputError(f"not UTF-8 (byte offset {exc.start})", file=source, line=1, field="encoding")]
+    try:
+        node = yaml.compose(text)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        return None, [InputError(f"not valid YAML: {getattr(exc, 'problem', None) or exc}", file=source,
+                                 line=mark.line + 1 if mark else 1, field="yaml")]
+    if not isinstance(data, dict) or node is None:
+        found = "an empty file" if data is None else type(data).__name__
+        return None, [InputError(f"expected a mapping of {', '.join(MANIFEST_KEYS)}, found {found}",
+                                 file=source, line=1, field="manifest")]
+    lines = {str(key.value): key.start_mark.line + 1 for key, _ in node.value}
+    errors: list[InputError] = []
+
+    def err(key: str, message: str) -> None:
+        errors.append(InputError(message, file=source, line=lines.get(key, 1), field=key))
+
+    for key in data:
+        if str(key) not in MANIFEST_KEYS + OPTIONAL_MANIFEST_KEYS:
+            err(str(key), f"unknown key; expected {', '.join(MANIFEST_KEYS + OPTIONAL_MANIFEST_KEYS)}")
+    for key in MANIFEST_KEYS:
+        if key not in data:
+            err(key, "missing")
+    version = data.get("version")
+    if "version" in data:
+        if not isinstance(version, str) or not _VERSION_ID.fullmatch(version):
+            err("version", f"expected a version id (letters, digits, '.', '_', '-'), found {version!r}")
+            version = None
+        elif expected_version is not None and version != expected_version:
+            err("version", f"version {version!r} differs from its directory's name {expected_version!r}")
+    parent = data.get("parent")
+    if parent is not None and (not isinstance(parent, str) or not _VERSION_ID.fullmatch(parent)):
+        err("parent", f"expected a version id or null, found {parent!r}")
+        parent = None
+    elif parent is not None and parent == version:
+        err("parent", "a version cannot be its own parent")
+    date = _date_text(data.get("date"))
+    if "date" in data and date is None:
+        err("date", f"expected an ISO date YYYY-MM-DD, found {data.get('date')!r}")
+    scale = _scale(data.get("scale"), err) if "scale" in data else None
+    rubric = data.get("rubric")
+    if "rubric" in data and (not isinstance(rubric, str) or not rubric.strip()):
+        err("rubric", f"expected the rubric's file path, found {rubric!r}")
+        rubric = None
+    elif isinstance(rubric, str) and not (path.parent / rubric).is_file():
+        err("rubric", f"rubric file {rubric!r} not found (relative to {path.parent})")
+    annotators = data.get("annotators")
+    if "annotators" in data:
+        if not isinstance(annotators, list) or not annotators or \
+                not all(isinstance(a, str) and a.strip() for a in annotators):
+            err("annotators", f"expected a non-empty list of names, found {annotators!r}")
+            annotators = None
+        elif len(set(annotators)) != len(annotators):
+            err("annotators", "names repeat")
+    digest = data.get("judgments_sha256")
+    if "judgments_sha256" in data and (not isinstance(digest, str) or not _SHA256.fullmatch(digest)):
+        err("judgments_sha256", f"expected 64 lowercase hex digits, found {digest!r}")
+        digest = None
+    description = data.get("description", "")
+    if not isinstance(description, str):
+        err("description", "expected a string")
+        description = ""
+    if errors or version is None or date is None or scale is None or rubric is None or annotators is None \
+            or digest is None:
+        return None, errors
+    return Manifest(version, parent, date, scale, rubric, tuple(annotators), digest, description), errors
+
+
+def manifest_lines(path: str | os.PathLike) -> dict[str, int]:
+    """1-based line of each top-level key (1 for an unreadable file)."""
+    import yaml
+
+    try:
+        node = yaml.compose(Path(path).read_text(encoding="utf-8-sig"))
+        return {str(key.value): key.start_mark.line + 1 for key, _ in node.value}
+    except Exception:  # only used to place messages
+        return {}
+
+
+def _date_text(value: Any) -> str | None:
+    if isinstance(value, _dt.datetime):
+        return None
+    if isinstance(value, _dt.date):
+        return value.isoformat()
+    if isinstance(value, str):
+        try:
+            return _dt.date.fromisoformat(value).isoformat() if re.fullmatch(r"\d{4}-\d{2}-\d{2}", value) else None
+        except ValueError:
+            return None
+    return None
+
+
+def _scale(value: Any, err) -> dict[int, str] | None:
+    if not isinstance(value, dict) or not value:
+        err("scale", f"expected a mapping grade -> label, e.g. {{0: not relevant, 1: relevant}}, found {value!r}")
+        return None
+    scale: dict[int, str] = {}
+    ok = True
+    for grade, label in value.items():
+        number = grade
+        if isinstance(grade, str) and re.fullmatch(r"\d+", grade.strip()):
+            number = int(grade)  # JSON keys are strings
+        if isinstance(number, bool) or not isinstance(number, int) or number < 0:
+            err("scale", f"grades are integers >= 0, found {grade!r}")
+            ok = False
+            continue
+        if not isinstance(label, str) or not label.strip():
+            err("scale", f"grade {number} needs a label, found {label!r}")
+            ok = False
+            continue
+        if number in scale:
+            err("scale", f"grade {number} appears twice")
+            ok = False
+        scale[number] = label
+    return scale if ok else None
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+# --------------------------------------------------------------------------- loading a version
+
+def validate_version(directory: str | os.PathLike, *, query_ids: Iterable[str] | None = None,
+                     doc_lengths: Mapping[str, int] | None = None) -> tuple[JudgmentSet | None, list[InputError]]:
+    """Check a judgment-set directory; return (the set, or None when unusable, every problem).
+
+    ``query_ids`` and ``doc_lengths`` (doc_id -> text length), when given, catch judgments naming
+    unknown queries or documents and spans past a document's end.
+    """
+    directory = Path(directory)
+    if not directory.is_dir():
+        return None, [InputError("no such directory (expected a judgment set: manifest.yaml + judgments.jsonl)",
+                                 file=str(directory), field="path")]
+    manifest_path = directory / MANIFEST_NAME
+    judgments_path = directory / JUDGMENTS_NAME
+    manifest, errors = read_manifest(manifest_path, expected_version=directory.name)
+    scale = manifest.scale if manifest else None
+    annotators = manifest.annotators if manifest else None
+    frame, judgment_errors = validate_judgments(judgments_path, scale, annotators)
+    errors += judgment_errors
+    if manifest is not None and judgments_path.is_file():
+        actual = io.sha256_file(judgments_path)
+        if actual != manifest.judgments_sha256:
+            errors.append(InputError(
+                f"hash mismatch: judgments.jsonl has sha256 {actual}, the manifest says {manifest.judgments_sha256} "
+                "(judgments edited without writing a new manifest?)",
+                file=str(manifest_path), line=manifest_lines(manifest_path).get("judgments_sha256", 1),
+                field="judgments_sha256"))
+    errors += check_references(frame, str(judgments_path), query_ids=query_ids, doc_lengths=doc_lengths)
+    if manifest is None:
+        return None, errors
+    rubric = directory / manifest.rubric
+    rubric_sha = io.sha256_file(rubric) if rubric.is_file() else ""
+    return JudgmentSet(directory, manifest, frame, rubric_sha), errors
+
+
+def load_version(directory: str | os.PathLike, *, query_ids: Iterable[str] | None = None,
+                 doc_lengths: Mapping[str, int] | None = None) -> JudgmentSet:
+    """A validated judgment set; :class:`InputErrors` listing every problem otherwise."""
+    judgment_set, errors = validate_version(directory, query_ids=query_ids, doc_lengths=doc_lengths)
+    raise_all(errors)
+    assert judgment_set is not None
+    return judgment_set
+
+
+def read_judgments_file(path: str | os.PathLike, scale: Mapping[int, str] | None = None) -> pl.DataFrame:
+    """A judgments.jsonl outside a set (no manifest): checked, grades integers >= 0 unless ``scale``."""
+    frame, errors = validate_judgments(path, scale)
+    raise_all(errors)
+    return frame
+
+
+# --------------------------------------------------------------------------- qrels
+
+def aggregate(judgments: pl.DataFrame) -> pl.DataFrame:
+    """qrels ``query_id, doc_id, grade`` from per-annotator judgments: the lower median per pair.
+
+    See the module docstring for the rule; rows come sorted by query_id, doc_id.
+    """
+    if judgments.height == 0:
+        return pl.DataFrame(schema=QRELS_SCHEMA)
+    grouped = (judgments.group_by("query_id", "doc_id")
+               .agg(pl.col("grade").sort().alias("grades"))
+               .with_columns(pl.col("grades").list.get((pl.col("grades").list.len() - 1) // 2).alias("grade")))
+    return grouped.select("query_id", "doc_id", pl.col("grade").cast(pl.Int64)).sort("query_id", "doc_id")
+
+
+def _gain(grades: pl.Expr, gain: str) -> pl.Expr:
+    if gain == "exponential":
+        return pl.lit(2.0).pow(grades.cast(pl.Float64)) - 1.0
+    if gain == "linear":
+        return grades.cast(pl.Float64)
+    raise InputError(f"unknown gain {gain!r}; expected one of {', '.join(GAINS)}", field="gain")
+
+
+def gain_value(grade: int, gain: str) -> float:
+    if gain not in GAINS:
+        raise InputError(f"unknown gain {gain!r}; expected one of {', '.join(GAINS)}", field="gain")
+    return float(2 ** grade - 1) if gain == "exponential" else float(grade)
+
+
+def ideal_dcg(qrels: pl.DataFrame, k_values: Sequence[int], gain: str = "exponential") -> pl.DataFrame:
+    """IDCG@k per query and k: the DCG of the query's judged grades sorted best first.
+
+    Same definition as the metric engine: gain 2^g - 1 (or g), discount 1 / log2(rank + 1).
+    Columns: query_id, k, idcg.
+    """
+    ks = _check_k(k_values)
+    ranked = (qrels.sort(["query_id", "grade", "doc_id"], descending=[False, True, False])
+              .with_columns(pl.int_range(1, pl.len() + 1).over("query_id").alias("rank"))
+              .with_columns((_gain(pl.col("grade"), gain) / (pl.col("rank").cast(pl.Float64) + 1.0).log(2))
+                            .alias("dcg_term")))
+    frames = [ranked.filter(pl.col("rank") <= k).group_by("query_id").agg(pl.col("dcg_term").sum().alias("idcg"))
+              .with_columns(pl.lit(k, dtype=pl.Int64).alias("k")) for k in ks]
+    queries = qrels.select("query_id").unique()
+    out = [queries.with_columns(pl.lit(k, dtype=pl.Int64).alias("k"))
+           .join(f.select("query_id", "idcg"), on="query_id", how="left")
+           .with_columns(pl.col("idcg").fill_null(0.0)) for k, f in zip(ks, frames)]
+    return pl.concat(out).select("query_id", "k", "idcg").sort("query_id", "k")
+
+
+def _check_k(k_values: Sequence[int]) -> list[int]:
+    ks = sorted(set(k_values))
+    if not ks or any(isinstance(k, bool) or not isinstance(k, int) or k < 1 for k in ks):
+        raise InputError(f"k values must be integers >= 1, got {list(k_values)!r}", field="k")
+    return ks
+
+
+CHANGE_REPORT_SCHEMA = pl.Schema({
+    "query_id": pl.Utf8, "k": pl.Int64, "old_idcg": pl.Float64, "new_idcg": pl.Float64, "change": pl.Float64,
+    "docs_added": pl.List(pl.Utf8), "docs_removed": pl.List(pl.Utf8), "grades_changed": pl.List(pl.Utf8),
+    "reason": pl.Utf8,
+})
+
+
+def idcg_change_report(old_qrels: pl.DataFrame, new_qrels: pl.DataFrame, k_values: Sequence[int] = (10,),
+                       gain: str = "exponential", *, tolerance: float = 1e-12) -> pl.DataFrame:
+    """Each (query, k) whose IDCG@k moved between two qrels tables, with the old and new IDCG and why.
+
+    Columns (:data:`CHANGE_REPORT_SCHEMA`): query_id, k, old_idcg, new_idcg, change (new - old),
+    docs_added (judged in new only), docs_removed (judged in old only), grades_changed
+    (``"doc_id: old->new"``), reason (one line). The three lists hold only the judgments whose gain
+    changed -- a document added with grade 0 cannot move an IDCG and is not a reason. A query
+    judged in only one of the two has IDCG 0 in the other. Rows sorted by query_id, k.
+    """
+    ks = _check_k(k_values)
+    gain_value(0, gain)
+    old_idcg = ideal_dcg(old_qrels, ks, gain).rename({"idcg": "old_idcg"})
+    new_idcg = ideal_dcg(new_qrels, ks, gain).rename({"idcg": "new_idcg"})
+    both = (old_idcg.join(new_idcg, on=["query_id", "k"], how="full", coalesce=True)
+            .with_columns(pl.col("old_idcg").fill_null(0.0), pl.col("new_idcg").fill_null(0.0)))
+    moved = both.filter((pl.col("new_idcg") - pl.col("old_idcg")).abs()
+                        > tolerance * pl.max_horizontal(pl.lit(1.0), pl.col("old_idcg").abs()))
+    old_by_query = _grades_by_query(old_qrels)
+    new_by_query = _grades_by_query(new_qrels)
+    rows = []
+    for row in moved.sort("query_id", "k").iter_rows(named=True):
+        old = old_by_query.get(row["query_id"], {})
+        new = new_by_query.get(row["query_id"], {})
+        added = sorted(d for d in new if d not in old and gain_value(new[d], gain) != 0.0)
+        removed = sorted(d for d in old if d not in new and gain_value(old[d], gain) != 0.0)
+        changed = sorted(d for d in old if d in new and old[d] != new[d])
+        reasons = ([f"added {d} (grade {new[d]})" for d in added] + [f"removed {d} (grade {old[d]})" for d in removed]
+                   + [f"regraded {d} {old[d]}->{new[d]}" for d in changed])
+        if not old:
+            reasons.insert(0, "query newly judged")
+        elif not new:
+            reasons.insert(0, "query no longer judged")
+        rows.append({**row, "change": row["new_idcg"] - row["old_idcg"], "docs_added": added,
+                     "docs_removed": removed, "grades_changed": [f"{d}: {old[d]}->{new[d]}" for d in changed],
+                     "reason": "; ".join(reasons)})
+    return pl.DataFrame(rows, schema=CHANGE_REPORT_SCHEMA)
+
+
+def _grades_by_query(qrels: pl.DataFrame) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    for query_id, doc_id, grade in qrels.select("query_id", "doc_id", "grade").iter_rows():
+        out.setdefault(query_id, {})[doc_id] = int(grade)
+    return out
+
+
+def compare_versions(old_dir: str | os.PathLike, new_dir: str | os.PathLike, k_values: Sequence[int] = (10,),
+                     gain: str = "exponential") -> pl.DataFrame:
+    """:func:`idcg_change_report` between two judgment-set directories (each validated)."""
+    return idcg_change_report(load_version(old_dir).qrels(), load_version(new_dir).qrels(), k_values, gain)
+
+
+# --------------------------------------------------------------------------- writing versions
+
+def judgment_line(row: Mapping[str, Any]) -> str:
+    """One judgments.jsonl line, keys in a fixed order, optional fields only when set."""
+    obj: dict[str, Any] = {"query_id": row["query_id"], "doc_id": row["doc_id"], "grade": int(row["grade"]),
+                           "annotator": row["annotator"]}
+    if row.get("span_start") is not None:
+        obj["span_start"] = int(row["span_start"])
+        obj["span_end"] = int(row["span_end"])
+    if row.get("notes"):
+        obj["notes"] = row["notes"]
+    return json.dumps(obj, ensure_ascii=False)
+
+
+def write_version(directory: str | os.PathLike, manifest: Manifest, judgments_bytes: bytes,
+                  files: Mapping[str, bytes] | None = None) -> Manifest:
+    """Write a whole judgment set atomically: ``judgments.jsonl``, a sealed manifest, other ``files``.
+
+    The directory appears complete or not at all (an existing one is replaced only once the new
+    one is fully written). The manifest's hash is set from ``judgments_bytes``. Returns it.
+    """
+    directory = Path(directory)
+    sealed = replace(manifest, version=directory.name, judgments_sha256=sha256_bytes(judgments_bytes))
+    with io.atomic_path(directory, directory=True) as tmp:
+        os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes it 0700
+        for name, data in (files or {}).items():
+            target = tmp / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        (tmp / JUDGMENTS_NAME).write_bytes(judgments_bytes)
+        (tmp / MANIFEST_NAME).write_text(sealed.to_yaml(), encoding="utf-8")
+    return sealed
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def set_files(directory: Path) -> dict[str, bytes]:
+    """Every file of a set directory except judgments.jsonl and manifest.yaml (rubric, notes...)."""
+    out = {}
+    for path in sorted(directory.rglob("*")):
+        relative = path.relative_to(directory).as_posix()
+        if path.is_file() and relative not in (JUDGMENTS_NAME, MANIFEST_NAME) and not relative.startswith("."):
+            out[relative] = path.read_bytes()
+    return out
+
+
+def add_judgments(records: list[Record], source: str, into: str | os.PathLike, *,
+                  parent: str | os.PathLike | None = None,
+                  date: str | None = None, query_ids: Iterable[str] | None = None,
+                  doc_lengths: Mapping[str, int] | None = None,
+                  errors: list[InputError] | None = None) -> tuple[JudgmentSet, int]:
+    """Add judgment records to the set ``into``; nothing is written unless every record is valid.
+
+    ``into`` exists: the records are appended to its judgments (they must not repeat an
+    annotator's judgment of a pair) and the manifest is re-sealed, with new annotators added.
+    ``into`` does not exist: it becomes a new version whose parent is ``parent`` (required): the
+    parent's judgments, scale, rubric and other files, plus the records. Records are checked by the
+    same code as judgments.jsonl, against the set's scale; problems name ``source`` and its lines.
+    ``errors``: problems already found while reading the records, raised together with these.
+    Returns the written set and the number of judgments added.
+    """
+    into = Path(into)
+    if into.exists():
+        base = load_version(into)
+        base_dir = into
+        new_manifest = base.manifest
+    else:
+        if parent is None:
+            raise InputError("no such judgment set; to start a new version from an existing one, name its parent",
+                             file=str(into), field="parent")
+        base = load_version(parent)
+        base_dir = Path(parent)
+        new_manifest = replace(base.manifest, version=into.name, parent=base.manifest.version,
+                               date=date or _dt.date.today().isoformat())
+    frame, problems = validate_judgment_records(records, source, new_manifest.scale, None, prior=base.judgments,
+                                                prior_source=str(base_dir / JUDGMENTS_NAME))
+    problems += check_references(frame, source, query_ids=query_ids, doc_lengths=doc_lengths)
+    raise_all(sorted([*(errors or []), *problems], key=lambda e: (e.file or "", e.line or 0)))
+    if frame.height == 0:
+        raise InputError("nothing to add: no graded rows", file=source, field="grade")
+    annotators = list(new_manifest.annotators)
+    for name in frame["annotator"].to_list():
+        if name not in annotators:
+            annotators.append(name)
+    new_manifest = replace(new_manifest, annotators=tuple(annotators))
+    old_bytes = (base_dir / JUDGMENTS_NAME).read_bytes()
+    if old_bytes and not old_bytes.endswith(b"\n"):
+        old_bytes += b"\n"
+    added = "".join(judgment_line(row) + "\n" for row in frame.iter_rows(named=True)).encode("utf-8")
+    write_version(into, new_manifest, old_bytes + added, set_files(base_dir))
+    return load_version(into), frame.height
+
+
+# --------------------------------------------------------------------------- corpus and queries
+
+def doc_lengths(docs: pl.DataFrame) -> dict[str, int]:
+    return dict(zip(docs["doc_id"].to_list(), docs["text"].str.len_chars().to_list()))

@@ -1,0 +1,484 @@
+"""Schemas of releval's own query and judgment files, and validation that reports every problem.
+
+Files on disk (UTF-8, one JSON object per line, blank lines ignored; a problem names the file,
+the 1-based line and the field):
+
+``queries.jsonl``
+    ``query_id``  non-empty string (an integer is accepted and read as a string); unique
+    ``text``      the query, non-empty after stripping blanks
+    ``split``     ``"dev"`` (tune on it) or ``"holdout"`` (report on it, never tune)
+    ``slices``    optional list of non-empty, distinct strings (tags such as ``"keyword"``);
+                  default ``[]``
+    ``must_never_break`` optional boolean (a regression on it fails the gate); default false
+
+    {"query_id": "q001", "text": "sort a dict by value", "split": "dev", "slices": ["howto"], "must_never_break": false}
+
+``judgments.jsonl`` (inside a judgment-set directory, see :mod:`releval.judgments`)
+    ``query_id``, ``doc_id``  non-empty strings (integers accepted, read as strings)
+    ``grade``      an integer on the set's declared scale (``manifest.yaml`` ``scale``); a string
+                   such as ``"2"``, a float such as ``2.0`` or a boolean is refused
+    ``annotator``  non-empty string, one of the manifest's ``annotators``
+    ``span_start``, ``span_end``  optional, together or not at all: integers with
+                   0 <= span_start < span_end, character offsets into the document text
+                   (with a corpus at hand, span_end <= the text's length)
+    ``notes``      optional string
+    unique per (query_id, doc_id, annotator)
+
+    {"query_id": "q001", "doc_id": "topic:dict", "grade": 2, "annotator": "alice"}
+
+Unknown keys are refused (a typo such as ``must_never_brake`` must not silently become false).
+
+Validation runs in two passes. The first reads each line and checks each value's JSON type; a
+wrongly typed value is reported once and left empty for the second pass, which runs the pandera
+schemas (:func:`queries_schema`, :func:`judgments_schema`) lazily so that every failing row and
+check is reported, then rewrites pandera's failure cases as :class:`~releval.errors.InputError`
+with the line of the row. Nothing stops at the first problem.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping
+
+import polars as pl
+
+from releval.errors import InputError, InputErrors
+
+SPLITS = ("dev", "holdout")
+
+QUERY_FIELDS = ("query_id", "text", "split", "slices", "must_never_break")
+QUERY_REQUIRED = ("query_id", "text", "split")
+JUDGMENT_FIELDS = ("query_id", "doc_id", "grade", "annotator", "span_start", "span_end", "notes")
+JUDGMENT_REQUIRED = ("query_id", "doc_id", "grade", "annotator")
+
+QUERIES_SCHEMA = pl.Schema({"query_id": pl.Utf8, "text": pl.Utf8, "split": pl.Utf8,
+                            "slices": pl.List(pl.Utf8), "must_never_break": pl.Boolean, "line": pl.Int64})
+JUDGMENTS_SCHEMA = pl.Schema({"query_id": pl.Utf8, "doc_id": pl.Utf8, "grade": pl.Int64, "annotator": pl.Utf8,
+                              "span_start": pl.Int64, "span_end": pl.Int64, "notes": pl.Utf8, "line": pl.Int64})
+
+_BOM = b"\xef\xbb\xbf"
+
+
+@dataclass(frozen=True)
+class Record:
+    """One input record and where it came from."""
+
+    line: int
+    values: dict[str, Any]
+
+
+# --------------------------------------------------------------------------- reading lines
+
+def read_jsonl(path: str | os.PathLike, errors: list[InputError], *, first_field: str) -> list[Record]:
+    """The JSON objects of a JSONL file with their 1-based lines; problems go to ``errors``.
+
+    Strict UTF-8 (a BOM is skipped), LF or CRLF, blank lines ignored. A missing file, an
+    unreadable line, a line that is not a JSON object, or a file without any record is reported;
+    the other lines are still read.
+    """
+    path = Path(path)
+    source = str(path)
+    if not path.is_file():
+        what = "expected a file, found a directory" if path.is_dir() else "no such file"
+        errors.append(InputError(what, file=source, field="path"))
+        return []
+    records: list[Record] = []
+    with open(path, "rb") as fh:
+        for number, raw in enumerate(fh, start=1):
+            if number == 1 and raw.startswith(_BOM):
+                raw = raw[len(_BOM):]
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                errors.append(InputError(f"not UTF-8: byte 0x{raw[exc.start]:02x} at column {exc.start + 1}",
+                                         file=source, line=number, field="encoding"))
+                continue
+            text = text.rstrip("\n").rstrip("\r")
+            if not text.strip():
+                continue
+            try:
+                value = json.loads(text)
+            except json.JSONDecodeError as exc:
+                errors.append(InputError(f"malformed JSON: {exc.msg} (column {exc.colno})",
+                                         file=source, line=number, field="json"))
+                continue
+            if not isinstance(value, dict):
+                errors.append(InputError(f"expected a JSON object, found {_json_type(value)}",
+                                         file=source, line=number, field="json"))
+                continue
+            records.append(Record(number, value))
+    if not records and not errors:
+        errors.append(InputError("empty: no records (only blank lines, or nothing)", file=source, line=1,
+                                 field=first_field))
+    return records
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"a boolean ({json.dumps(value)})"
+    if isinstance(value, int):
+        return f"an integer ({value})"
+    if isinstance(value, float):
+        return f"a float ({value!r})"
+    if isinstance(value, str):
+        return f"a string ({json.dumps(value, ensure_ascii=False)[:60]})"
+    if isinstance(value, list):
+        return "a list"
+    return "an object"
+
+
+# --------------------------------------------------------------------------- first pass: JSON types
+
+def _id_value(value: Any) -> str | None:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    if isinstance(value, str):
+        return value
+    return None
+
+
+def _int_value(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _typed(records: list[Record], source: str, fields: tuple[str, ...], required: tuple[str, ...],
+           converters: Mapping[str, tuple[Callable[[Any], Any], str]], defaults: Mapping[str, Any],
+           errors: list[InputError]) -> tuple[dict[str, list[Any]], set[tuple[int, str]]]:
+    """Columns of converted values (None where missing or mistyped) and the (line, field) pairs reported."""
+    columns: dict[str, list[Any]] = {name: [] for name in (*fields, "line")}
+    reported: set[tuple[int, str]] = set()
+    for record in records:
+        for key in record.values:
+            if key not in fields:
+                errors.append(InputError(f"unknown field; expected {', '.join(fields)}",
+                                         file=source, line=record.line, field=key))
+        for name in fields:
+            convert, expected = converters[name]
+            if name not in record.values or (record.values[name] is None and name not in required):
+                if name in required:
+                    errors.append(InputError("missing", file=source, line=record.line, field=name))
+                    reported.add((record.line, name))
+                columns[name].append(defaults.get(name))
+                continue
+            raw = record.values[name]
+            value = convert(raw)
+            if value is None:
+                errors.append(InputError(f"expected {expected}, found {_json_type(raw)}",
+                                         file=source, line=record.line, field=name))
+                reported.add((record.line, name))
+            columns[name].append(value)
+        columns["line"].append(record.line)
+    return columns, reported
+
+
+def _string_list(value: Any) -> list[str] | None:
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        return list(value)
+    return None
+
+
+def _bool(value: Any) -> bool | None:
+    return value if isinstance(value, bool) else None
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+_QUERY_CONVERTERS = {
+    "query_id": (_id_value, "a non-empty string"),
+    "text": (_str, "a string"),
+    "split": (_str, "a string: dev or holdout"),
+    "slices": (_string_list, "a list of strings"),
+    "must_never_break": (_bool, "true or false"),
+}
+_JUDGMENT_CONVERTERS = {
+    "query_id": (_id_value, "a non-empty string"),
+    "doc_id": (_id_value, "a non-empty string"),
+    "grade": (_int_value, "an integer grade"),
+    "annotator": (_str, "a non-empty string"),
+    "span_start": (_int_value, "an integer character offset"),
+    "span_end": (_int_value, "an integer character offset"),
+    "notes": (_str, "a string"),
+}
+
+
+# --------------------------------------------------------------------------- pandera schemas
+
+def _non_empty(column: str):
+    import pandera.polars as pa
+
+    return pa.Check(lambda data: data.lazyframe.select(pl.col(data.key).str.strip_chars().str.len_chars() > 0),
+                    name="non_empty", error="non_empty")
+
+
+def queries_schema():
+    """The pandera schema of a query table (columns of :data:`QUERIES_SCHEMA`)."""
+    import pandera.polars as pa
+
+    slices_ok = pa.Check(lambda data: data.lazyframe.select(
+        (pl.col(data.key).list.eval(pl.element().str.strip_chars().str.len_chars() > 0).list.all()
+         & (pl.col(data.key).list.len() == pl.col(data.key).list.unique().list.len())).fill_null(True)),
+        name="slices_valid", error="slices_valid")
+    return pa.DataFrameSchema({
+        "query_id": pa.Column(pl.Utf8, checks=[_non_empty("query_id")], unique=True, nullable=False),
+        "text": pa.Column(pl.Utf8, checks=[_non_empty("text")], nullable=False),
+        "split": pa.Column(pl.Utf8, checks=[pa.Check.isin(list(SPLITS), name="split_known", error="split_known")],
+                           nullable=False),
+        "slices": pa.Column(pl.List(pl.Utf8), checks=[slices_ok], nullable=False),
+        "must_never_break": pa.Column(pl.Boolean, nullable=False),
+        "line": pa.Column(pl.Int64, nullable=False),
+    }, strict=True, name="queries")
+
+
+def judgments_schema(scale: Mapping[int, str] | None = None):
+    """The pandera schema of a judgment table; ``scale`` (grade -> label) bounds the grades.
+
+    Without a scale, grades must be integers >= 0 (what the metric engine takes).
+    """
+    import pandera.polars as pa
+
+    grade_check = (pa.Check.isin(sorted(scale), name="grade_on_scale", error="grade_on_scale")
+                   if scale is not None else pa.Check.ge(0, name="grade_non_negative", error="grade_non_negative"))
+    both_or_neither = pa.Check(lambda data: data.lazyframe.select(
+        pl.col("span_start").is_null() == pl.col("span_end").is_null()), name="span_pair", error="span_pair")
+    def non_negative():
+        return pa.Check.ge(0, name="span_non_negative", error="span_non_negative")
+
+    ordered = pa.Check(lambda data: data.lazyframe.select(
+        (pl.col("span_start") < pl.col("span_end")).fill_null(True)), name="span_order", error="span_order")
+    return pa.DataFrameSchema({
+        "query_id": pa.Column(pl.Utf8, checks=[_non_empty("query_id")], nullable=False),
+        "doc_id": pa.Column(pl.Utf8, checks=[_non_empty("doc_id")], nullable=False),
+        "grade": pa.Column(pl.Int64, checks=[grade_check], nullable=False),
+        "annotator": pa.Column(pl.Utf8, checks=[_non_empty("annotator")], nullable=False),
+        "span_start": pa.Column(pl.Int64, checks=[non_negative()], nullable=True),
+        "span_end": pa.Column(pl.Int64, checks=[non_negative()], nullable=True),
+        "notes": pa.Column(pl.Utf8, nullable=True),
+        "line": pa.Column(pl.Int64, nullable=False),
+    }, checks=[both_or_neither, ordered], unique=["query_id", "doc_id", "annotator"], strict=True,
+        name="judgments")
+
+
+def _pandera_errors(schema, frame: pl.DataFrame, source: str, reported: set[tuple[int, str]],
+                    describe: Callable[[str, str | None, dict[str, Any]], tuple[str, str] | None]) -> list[InputError]:
+    """Run ``schema`` lazily; each failure case becomes an InputError at the row's line.
+
+    ``describe(check, column, row)`` gives (field, message), or None to skip the case (e.g. a
+    uniqueness failure of a row's first occurrence). Cases on a (line, field) already reported in
+    the first pass are skipped: a mistyped value is reported once.
+    """
+    from pandera.errors import SchemaError, SchemaErrors
+
+    try:
+        schema.validate(frame, lazy=True)
+    except SchemaErrors as exc:
+        cases = exc.failure_cases
+    except SchemaError as exc:  # pragma: no cover - lazy validation raises SchemaErrors
+        raise InputError(f"schema check failed: {exc}", file=source) from None
+    else:
+        return []
+    errors: list[InputError] = []
+    seen: set[tuple[int, str, str]] = set()
+    rows = frame.to_dicts()
+    for case in cases.iter_rows(named=True):
+        index = case["index"]
+        if index is None:
+            errors.append(InputError(f"{case['check']}: {case['failure_case']}", file=source,
+                                     field=case["column"] or "table"))
+            continue
+        row = rows[int(index)]
+        described = describe(str(case["check"]), case["column"], row)
+        if described is None:
+            continue
+        field, message = described
+        key = (row["line"], field, message)
+        if (row["line"], field) in reported or key in seen:
+            continue
+        seen.add(key)
+        errors.append(InputError(message, file=source, line=row["line"], field=field))
+    return errors
+
+
+def _first_lines(frame: pl.DataFrame, keys: list[str]) -> dict[tuple, int]:
+    first: dict[tuple, int] = {}
+    for row in frame.select(*keys, "line").iter_rows():
+        first.setdefault(tuple(row[:-1]), row[-1])
+    return first
+
+
+def _sort_errors(errors: list[InputError]) -> list[InputError]:
+    return sorted(errors, key=lambda e: (e.file or "", e.line or 0))
+
+
+# --------------------------------------------------------------------------- queries
+
+def validate_query_records(records: list[Record], source: str) -> tuple[pl.DataFrame, list[InputError]]:
+    """Check query records; return the table (rows with problems included) and every problem."""
+    errors: list[InputError] = []
+    columns, reported = _typed(records, source, QUERY_FIELDS, QUERY_REQUIRED, _QUERY_CONVERTERS,
+                               {"slices": [], "must_never_break": False}, errors)
+    for i, value in enumerate(columns["slices"]):
+        if value is None:
+            columns["slices"][i] = []
+    for i, value in enumerate(columns["must_never_break"]):
+        if value is None:
+            columns["must_never_break"][i] = False
+    frame = pl.DataFrame(columns, schema=QUERIES_SCHEMA)
+    first = _first_lines(frame.filter(pl.col("query_id").is_not_null()), ["query_id"])
+
+    def describe(check: str, column: str | None, row: dict[str, Any]) -> tuple[str, str] | None:
+        if check == "field_uniqueness":
+            if row["query_id"] is None:
+                return None
+            line = first.get((row["query_id"],))
+            if line == row["line"]:
+                return None
+            return "query_id", f"duplicate query_id {row['query_id']!r}; first at line {line}"
+        if check == "not_nullable":
+            return column or "", "missing"
+        if check == "split_known":
+            return "split", f"expected 'dev' or 'holdout', found {row['split']!r}"
+        if check == "non_empty":
+            return column or "", "empty (or only blanks)"
+        if check == "slices_valid":
+            return "slices", f"slices must be non-empty, distinct strings, found {row['slices']!r}"
+        return column or "", f"fails {check}"
+
+    errors += _pandera_errors(queries_schema(), frame, source, reported, describe)
+    return frame, _sort_errors(errors)
+
+
+def validate_queries(path: str | os.PathLike) -> tuple[pl.DataFrame, list[InputError]]:
+    """Read and check a ``queries.jsonl``; return the table and every problem found."""
+    errors: list[InputError] = []
+    records = read_jsonl(path, errors, first_field="query_id")
+    frame, more = validate_query_records(records, str(path))
+    return frame, _sort_errors(errors + more)
+
+
+def load_queries(path: str | os.PathLike) -> pl.DataFrame:
+    """A checked query table (query_id, text, split, slices, must_never_break); InputErrors otherwise."""
+    frame, errors = validate_queries(path)
+    raise_all(errors)
+    return frame.drop("line")
+
+
+# --------------------------------------------------------------------------- judgments
+
+def validate_judgment_records(records: list[Record], source: str, scale: Mapping[int, str] | None = None,
+                              annotators: Iterable[str] | None = None,
+                              prior: pl.DataFrame | None = None,
+                              prior_source: str = "the judgment set") -> tuple[pl.DataFrame, list[InputError]]:
+    """Check judgment records (from judgments.jsonl or a filled pool) against the scale.
+
+    ``annotators``: the names the set's manifest declares (None: any name). ``prior``: judgments
+    already in the set (with their own ``line``, in the file ``prior_source``), which the new
+    records must not duplicate.
+    Returns the table (problem rows included) and every problem.
+    """
+    errors: list[InputError] = []
+    columns, reported = _typed(records, source, JUDGMENT_FIELDS, JUDGMENT_REQUIRED, _JUDGMENT_CONVERTERS, {},
+                               errors)
+    frame = pl.DataFrame(columns, schema=JUDGMENTS_SCHEMA)
+    keys = ["query_id", "doc_id", "annotator"]
+    complete = frame.filter(pl.all_horizontal(pl.col(k).is_not_null() for k in keys))
+    first = _first_lines(complete, keys)
+    scale_text = _scale_text(scale) if scale is not None else ""
+
+    def describe(check: str, column: str | None, row: dict[str, Any]) -> tuple[str, str] | None:
+        if check == "multiple_fields_uniqueness":
+            if any(row[k] is None for k in keys):
+                return None
+            line = first.get(tuple(row[k] for k in keys))
+            if line == row["line"]:
+                return None
+            return "doc_id", (f"duplicate: annotator {row['annotator']!r} already judged query "
+                              f"{row['query_id']!r}, doc {row['doc_id']!r} at line {line}")
+        if check == "not_nullable":
+            return column or "", "missing"
+        if check == "grade_on_scale":
+            return "grade", f"grade {row['grade']} is not on the scale {scale_text}"
+        if check == "grade_non_negative":
+            return "grade", f"grade {row['grade']} is negative; grades are integers >= 0"
+        if check == "non_empty":
+            return column or "", "empty (or only blanks)"
+        if check == "span_non_negative":
+            return column or "", f"must be >= 0, found {row[column]}" if column else "must be >= 0"
+        if check == "span_pair":
+            given = "span_start" if row["span_start"] is not None else "span_end"
+            missing = "span_end" if given == "span_start" else "span_start"
+            if (row["line"], given) in reported or (row["line"], missing) in reported:
+                return None
+            return missing, f"{given} is given without {missing}: give both or neither"
+        if check == "span_order":
+            return "span_end", f"span_start ({row['span_start']}) must be < span_end ({row['span_end']})"
+        return column or "", f"fails {check}"
+
+    errors += _pandera_errors(judgments_schema(scale), frame, source, reported, describe)
+    if annotators is not None:
+        allowed = set(annotators)
+        for row in frame.filter(pl.col("annotator").is_not_null()).iter_rows(named=True):
+            if row["annotator"].strip() and row["annotator"] not in allowed:
+                errors.append(InputError(f"annotator {row['annotator']!r} is not declared in the manifest "
+                                         f"(annotators: {', '.join(sorted(allowed)) or 'none'})",
+                                         file=source, line=row["line"], field="annotator"))
+    if prior is not None and prior.height:
+        earlier = _first_lines(prior, keys)
+        for row in complete.iter_rows(named=True):
+            line = earlier.get(tuple(row[k] for k in keys))
+            if line is not None:
+                errors.append(InputError(f"annotator {row['annotator']!r} already judged query {row['query_id']!r}, "
+                                         f"doc {row['doc_id']!r} at {prior_source}:{line}",
+                                         file=source, line=row["line"], field="doc_id"))
+    return frame, _sort_errors(errors)
+
+
+def validate_judgments(path: str | os.PathLike, scale: Mapping[int, str] | None = None,
+                       annotators: Iterable[str] | None = None) -> tuple[pl.DataFrame, list[InputError]]:
+    """Read and check a ``judgments.jsonl``; return the table and every problem found."""
+    errors: list[InputError] = []
+    records = read_jsonl(path, errors, first_field="query_id")
+    frame, more = validate_judgment_records(records, str(path), scale, annotators)
+    return frame, _sort_errors(errors + more)
+
+
+def check_references(judgments: pl.DataFrame, source: str, *, query_ids: Iterable[str] | None = None,
+                     doc_lengths: Mapping[str, int] | None = None) -> list[InputError]:
+    """Dangling ids: judgments naming queries or documents that do not exist, and spans past a
+    document's end. ``doc_lengths`` maps doc_id -> length of its text in characters."""
+    errors: list[InputError] = []
+    known_queries = set(query_ids) if query_ids is not None else None
+    for row in judgments.iter_rows(named=True):
+        if known_queries is not None and row["query_id"] is not None and row["query_id"] not in known_queries:
+            errors.append(InputError(f"unknown query {row['query_id']!r}: not in the query set",
+                                     file=source, line=row["line"], field="query_id"))
+        if doc_lengths is not None and row["doc_id"] is not None:
+            length = doc_lengths.get(row["doc_id"])
+            if length is None:
+                errors.append(InputError(f"unknown document {row['doc_id']!r}: not in the corpus",
+                                         file=source, line=row["line"], field="doc_id"))
+            elif row.get("span_end") is not None and row["span_end"] > length:
+                errors.append(InputError(f"span_end {row['span_end']} is past the end of document "
+                                         f"{row['doc_id']!r} ({length} characters)",
+                                         file=source, line=row["line"], field="span_end"))
+    return errors
+
+
+# --------------------------------------------------------------------------- helpers
+
+def _scale_text(scale: Mapping[int, str]) -> str:
+    return "{" + ", ".join(f"{grade}: {label}" for grade, label in sorted(scale.items())) + "}"
+
+
+def raise_all(errors: list[InputError]) -> None:
+    """Raise the one problem, or :class:`InputErrors` holding all of them; nothing when empty."""
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        raise InputErrors(errors)
