@@ -1,0 +1,86 @@
+"""`releval score`: score a run against judgments; the contract is printed with the numbers."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+
+from releval import io
+from releval.errors import InputError
+from releval.metrics import (GAINS, MISSING_IN_RUN_POLICIES, NO_RELEVANT_POLICIES, TIE_RULES, Contract, Evaluation,
+                             evaluate, parse_metrics)
+from releval.trec import FORMATS, read_qrels, read_run
+
+DEFAULT_METRICS = "ndcg@10,recall@100,map,mrr@10,p@10,judged@10"
+_CONTRACT_OPTIONS = {"gain": "--gain", "ties": "--ties", "rel_threshold": "--rel-threshold",
+                     "no_relevant": "--no-relevant", "missing_in_run": "--missing-in-run"}
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--qrels", required=True, help="judgments: TREC qrels, JSONL or parquet")
+    parser.add_argument("--run", required=True, help="run: TREC run, JSONL or parquet")
+    parser.add_argument("--qrels-format", choices=FORMATS, help="default: from the file extension")
+    parser.add_argument("--run-format", choices=FORMATS, help="default: from the file extension")
+    parser.add_argument("--metrics", default=DEFAULT_METRICS,
+                        help=f"comma-separated, e.g. ndcg@10,recall@100,map (default: {DEFAULT_METRICS})")
+    parser.add_argument("--gain", choices=GAINS, help="nDCG gain: 2^grade-1 (default) or the grade")
+    parser.add_argument("--ties", choices=TIE_RULES, help="order of equal scores (default: docid-asc)")
+    parser.add_argument("--rel-threshold", type=int, help="lowest grade that counts as relevant (default: 1)")
+    parser.add_argument("--no-relevant", choices=NO_RELEVANT_POLICIES,
+                        help="queries without a relevant judgment: left out of the mean (default) or scored 0")
+    parser.add_argument("--missing-in-run", choices=MISSING_IN_RUN_POLICIES,
+                        help="judged queries the run lacks: scored 0 (default) or left out")
+    parser.add_argument("--trec-eval-compat", action="store_true",
+                        help="trec_eval's conventions: linear gain, trec_eval ties, its query set")
+    parser.add_argument("--per-query", action="store_true", help="also print every query's values")
+    parser.add_argument("--format", choices=("json", "tsv"), default="json")
+    parser.add_argument("--output", help="write here (atomically) instead of standard output")
+
+
+def run(args: argparse.Namespace) -> int:
+    contract = contract_from_args(args)
+    metrics = parse_metrics(name for name in args.metrics.split(",") if name.strip())
+    qrels = read_qrels(args.qrels, args.qrels_format)
+    run_table = read_run(args.run, args.run_format)
+    evaluation = evaluate(qrels, run_table, metrics, contract, qrels_source=args.qrels, run_source=args.run)
+    text = render_json(evaluation, args.per_query) if args.format == "json" else render_tsv(evaluation, args.per_query)
+    if args.output:
+        io.write_text(args.output, text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def contract_from_args(args: argparse.Namespace) -> Contract:
+    """The options given, over trec_eval's conventions with --trec-eval-compat, else releval's defaults."""
+    base = Contract.trec_eval() if args.trec_eval_compat else Contract()
+    given = {term: getattr(args, term) for term in _CONTRACT_OPTIONS if getattr(args, term) is not None}
+    if args.trec_eval_compat:
+        for term, value in given.items():
+            if value != getattr(base, term):
+                raise InputError(f"{value!r} contradicts --trec-eval-compat, which uses {getattr(base, term)!r}",
+                                 file="<command line>", field=_CONTRACT_OPTIONS[term])
+    return dataclasses.replace(base, **given)
+
+
+def render_json(evaluation: Evaluation, per_query: bool) -> str:
+    return json.dumps(evaluation.to_dict(per_query=per_query), indent=2, allow_nan=False) + "\n"
+
+
+def render_tsv(evaluation: Evaluation, per_query: bool) -> str:
+    """Comment lines carry the contract and counts; then ``query_id`` rows and a final ``all`` row of means."""
+    document = evaluation.to_dict(per_query=per_query)
+    names = document["contract"]["metrics"]
+    lines = [f"# contract {key}={json.dumps(value)}" for key, value in document["contract"].items()]
+    lines += [f"# counts {key}={json.dumps(value)}" for key, value in document["counts"].items()]
+    lines.append("\t".join(["query_id", *names]))
+    for query_id, values in document.get("per_query", {}).items():
+        lines.append("\t".join([query_id, *(_number(values[name]) for name in names)]))
+    lines.append("\t".join(["all", *(_number(document["mean"][name]) for name in names)]))
+    return "\n".join(lines) + "\n"
+
+
+def _number(value: float) -> str:
+    return repr(float(value))

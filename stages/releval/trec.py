@@ -1,0 +1,197 @@
+"""Read judgments and runs (TREC text, releval JSONL, parquet); write TREC run files.
+
+Tables come back in the shapes :mod:`releval.metrics` takes: qrels ``query_id, doc_id, grade``
+and runs ``query_id, doc_id, score``. Every problem is an :class:`InputError` naming the file,
+the 1-based line (for parquet: the row) and the field.
+
+TREC qrels lines are ``query_id iteration doc_id grade``; TREC run lines are
+``query_id Q0 doc_id rank score tag``. Fields are separated by any whitespace; CRLF line ends,
+trailing blanks and blank lines are tolerated. The iteration, Q0, rank and tag columns are not
+used: like trec_eval, releval orders a run by its scores. A ``.gz`` suffix is decompressed.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from releval import io
+from releval.errors import InputError
+from releval.metrics import check_qrels, check_run
+
+FORMATS = ("trec", "jsonl", "parquet")
+QRELS_COLUMNS = ("query_id", "iteration", "doc_id", "grade")
+RUN_COLUMNS = ("query_id", "Q0", "doc_id", "rank", "score", "tag")
+
+
+def infer_format(path: str | Path) -> str:
+    """``parquet`` for .parquet/.pq, ``jsonl`` for .jsonl/.ndjson (optionally .gz), else ``trec``."""
+    suffixes = [suffix.lower() for suffix in Path(path).suffixes]
+    if suffixes and suffixes[-1] == ".gz":
+        suffixes.pop()
+    last = suffixes[-1] if suffixes else ""
+    if last in (".parquet", ".pq"):
+        return "parquet"
+    if last in (".jsonl", ".ndjson"):
+        return "jsonl"
+    return "trec"
+
+
+def read_qrels(path: str | Path, format: str | None = None) -> pl.DataFrame:
+    """Judgments as ``query_id, doc_id, grade`` (grades are whole numbers >= 0)."""
+    source = str(path)
+    frame, lines = _read_table(Path(path), format, QRELS_COLUMNS, value_field="grade")
+    return check_qrels(frame, source=source, lines=lines)
+
+
+def read_run(path: str | Path, format: str | None = None) -> pl.DataFrame:
+    """A run as ``query_id, doc_id, score`` (scores are finite numbers)."""
+    source = str(path)
+    frame, lines = _read_table(Path(path), format, RUN_COLUMNS, value_field="score")
+    return check_run(frame, source=source, lines=lines)
+
+
+def write_trec_run(path: str | Path, run: pl.DataFrame, tag: str = "releval") -> None:
+    """Write ``run`` as a TREC run file, atomically, ranked by score then doc_id ascending."""
+    run = check_run(run)
+    if not tag or any(character.isspace() for character in tag):
+        raise InputError(f"run tag must be one word, got {tag!r}", file=str(path), field="tag")
+    _reject_whitespace_in_ids(run, str(path))
+    ranked = run.sort(["query_id", "score", "doc_id"], descending=[False, True, False])
+    lines = ranked.select(pl.concat_str(
+        pl.col("query_id"), pl.lit("Q0"), pl.col("doc_id"),
+        pl.int_range(1, pl.len() + 1).over("query_id").cast(pl.String),
+        pl.col("score").cast(pl.String), pl.lit(tag), separator=" "))
+    with io.atomic_path(path) as temporary:
+        lines.write_csv(temporary, include_header=False, quote_style="never")
+
+
+def _reject_whitespace_in_ids(run: pl.DataFrame, source: str) -> None:
+    for field in ("query_id", "doc_id"):
+        bad = np.flatnonzero(run[field].str.contains(r"\s|^$").to_numpy())
+        if bad.size:
+            raise InputError(f"{run[field][int(bad[0])]!r} cannot be written as one TREC field", file=source,
+                             line=int(bad[0]) + 1, field=field)
+
+
+def _read_table(path: Path, format: str | None, columns: tuple[str, ...],
+                value_field: str) -> tuple[pl.DataFrame, np.ndarray | None]:
+    format = format or infer_format(path)
+    if format == "trec":
+        return _read_trec(path, columns, value_field)
+    if format == "jsonl":
+        return _read_jsonl(path, value_field)
+    if format == "parquet":
+        return _read_parquet(path), None
+    raise InputError(f"unknown format {format!r}; known: {', '.join(FORMATS)}", file=str(path), field="format")
+
+
+def _read_text(path: Path) -> str:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror or exc}", file=str(path)) from exc
+    if path.suffix.lower() == ".gz":
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError) as exc:
+            raise InputError(f"not a readable gzip file: {exc}", file=str(path)) from exc
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError("not UTF-8 text", file=str(path), line=data.count(b"\n", 0, exc.start) + 1) from exc
+
+
+def _read_trec(path: Path, columns: tuple[str, ...], value_field: str) -> tuple[pl.DataFrame, np.ndarray]:
+    source = str(path)
+    tokens = (pl.DataFrame({"text": _read_text(path).split("\n")})
+              .with_row_index("line", offset=1)
+              .select("line", pl.col("text").str.extract_all(r"\S+").alias("tokens"))
+              .filter(pl.col("tokens").list.len() > 0))
+    _reject_wrong_column_counts(tokens, columns, source)
+    fields = tokens.select("line", *[pl.col("tokens").list.get(columns.index(name)).alias(name)
+                                     for name in ("query_id", "doc_id", value_field)])
+    value_type = pl.Float64 if value_field == "score" else pl.Int64
+    values = fields[value_field].cast(value_type, strict=False)
+    unparsed = np.flatnonzero(values.is_null().to_numpy())
+    if unparsed.size:
+        row = int(unparsed[0])
+        expected = "a number" if value_field == "score" else "a whole number"
+        raise InputError(f"expected {expected}, got {fields[value_field][row]!r}", file=source,
+                         line=int(fields["line"][row]), field=value_field)
+    frame = pl.DataFrame({"query_id": fields["query_id"], "doc_id": fields["doc_id"], value_field: values})
+    return frame, fields["line"].to_numpy()
+
+
+def _reject_wrong_column_counts(tokens: pl.DataFrame, columns: tuple[str, ...], source: str) -> None:
+    counts = tokens["tokens"].list.len().to_numpy()
+    wrong = np.flatnonzero(counts != len(columns))
+    if wrong.size == 0:
+        return
+    row = int(wrong[0])
+    found = int(counts[row])
+    field = columns[found] if found < len(columns) else columns[-1]
+    raise InputError(f"expected {len(columns)} whitespace-separated columns ({' '.join(columns)}), found {found}",
+                     file=source, line=int(tokens["line"][row]), field=field)
+
+
+def _read_jsonl(path: Path, value_field: str) -> tuple[pl.DataFrame, np.ndarray]:
+    source = str(path)
+    rows: dict[str, list[Any]] = {"query_id": [], "doc_id": [], value_field: []}
+    lines: list[int] = []
+    for number, text in enumerate(_read_text(path).split("\n"), start=1):
+        if not text.strip():
+            continue
+        record = _json_object(text, source, number)
+        rows["query_id"].append(_json_id(record, "query_id", source, number))
+        rows["doc_id"].append(_json_id(record, "doc_id", source, number))
+        rows[value_field].append(_json_value(record, value_field, source, number))
+        lines.append(number)
+    schema = {"query_id": pl.String, "doc_id": pl.String,
+              value_field: pl.Float64 if value_field == "score" else pl.Int64}
+    return pl.DataFrame(rows, schema=schema), np.array(lines, dtype=np.int64)
+
+
+def _json_object(text: str, source: str, line: int) -> dict[str, Any]:
+    try:
+        record = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", file=source, line=line) from exc
+    if not isinstance(record, dict):
+        raise InputError(f"expected a JSON object, got {type(record).__name__}", file=source, line=line)
+    return record
+
+
+def _json_id(record: dict[str, Any], field: str, source: str, line: int) -> str:
+    value = record.get(field)
+    if isinstance(value, str) and value:
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    problem = "missing" if value is None else f"expected a non-empty string, got {value!r}"
+    raise InputError(problem, file=source, line=line, field=field)
+
+
+def _json_value(record: dict[str, Any], field: str, source: str, line: int) -> float | int:
+    value = record.get(field)
+    if field == "grade" and isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if field == "score" and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    expected = "a number" if field == "score" else "a whole number"
+    problem = "missing" if value is None else f"expected {expected}, got {value!r}"
+    raise InputError(problem, file=source, line=line, field=field)
+
+
+def _read_parquet(path: Path) -> pl.DataFrame:
+    try:
+        return pl.read_parquet(path)
+    except FileNotFoundError as exc:
+        raise InputError("cannot read: no such file", file=str(path)) from exc
+    except Exception as exc:  # polars raises several unrelated types for a damaged file
+        raise InputError(f"not a readable parquet file: {exc}", file=str(path)) from exc
