@@ -12,6 +12,7 @@ import polars as pl
 from releval import io
 from releval.config import load_params, section
 from releval.corpus import read_judgments
+from releval.judgments import doc_lengths, load_version
 from releval.errors import InputError
 from releval.stage import entry, warn
 
@@ -25,9 +26,20 @@ def main() -> None:
     args = parser.parse_args()
     params = load_params()
     dataset, judgments = section(params, "dataset"), section(params, "judgments")
-    qrels = read_judgments(judgments["path"], judgments["format"])
-    doc_ids = pl.read_parquet(args.docs, columns=["doc_id"])["doc_id"]
+    docs = pl.read_parquet(args.docs, columns=["doc_id", "text"])
+    doc_ids = docs["doc_id"]
     query_ids = pl.read_parquet(args.queries, columns=["query_id"])["query_id"]
+    if judgments["format"] == "releval":
+        judgment_set = load_version(judgments["path"], query_ids=query_ids.to_list(), doc_lengths=doc_lengths(docs))
+        if judgment_set.version != str(judgments["version"]):
+            raise InputError(f"the set in {judgments['path']} is version {judgment_set.version!r}",
+                             file="params.yaml", field="judgments.version")
+        qrels = judgment_set.qrels()
+        provenance = _set_provenance(judgment_set)
+    else:
+        qrels = read_judgments(judgments["path"], judgments["format"])
+        provenance = {"source_sha256": io.sha256_file(judgments["path"]),
+                      "scale": {str(k): v for k, v in judgments.get("scale", {}).items()}}
     subset = dataset.get("subset") or {}
     unknown_docs = qrels.filter(~pl.col("doc_id").is_in(doc_ids.implode()))
     if unknown_docs.height and subset.get("docs") is None:
@@ -45,16 +57,23 @@ def main() -> None:
         warn(f"judgments: dropped {unknown_docs.height} judgments of documents outside the corpus subset")
     io.write_parquet(args.out, kept)
     io.write_json(args.meta, {
-        "version": judgments["version"],
+        "version": str(judgments["version"]),
         "source": judgments["path"],
-        "source_sha256": io.sha256_file(judgments["path"]),
-        "scale": {str(k): v for k, v in judgments.get("scale", {}).items()},
+        **provenance,
         "counts": {"judgments": kept.height, "queries_judged": kept["query_id"].n_unique(),
                    "dropped_outside_corpus_subset": unknown_docs.height,
                    "dropped_outside_query_subset": outside_queries.height,
                    "grades": {str(g): n for g, n in kept.group_by("grade").len().sort("grade").iter_rows()}},
     })
     print(f"judgments {judgments['version']}: {kept.height} judgments")
+
+
+def _set_provenance(judgment_set) -> dict:
+    manifest = judgment_set.manifest
+    return {"source_sha256": manifest.judgments_sha256, "scale": {str(k): v for k, v in manifest.scale.items()},
+            "parent": manifest.parent, "date": manifest.date, "annotators": list(manifest.annotators),
+            "rubric": manifest.rubric, "rubric_sha256": judgment_set.rubric_sha256,
+            "aggregation": "lower median of the annotators' grades"}
 
 
 if __name__ == "__main__":

@@ -1,10 +1,15 @@
-"""DVC stage `queries`: the query set → data/work/queries.parquet (query_id, text, ...)."""
+"""DVC stage `queries`: the query set → data/work/queries.parquet (query_id, text, ...).
+
+Format `releval` is releval's own queries.jsonl (split, slices, must_never_break; validated
+with every problem reported); other formats are imported and every query is `dev`.
+"""
 
 import argparse
 
 from releval import io
 from releval.config import load_params, section
 from releval.corpus import read_queries
+from releval.schemas import load_queries
 from releval.errors import InputError
 from releval.stage import entry
 
@@ -14,7 +19,8 @@ def main() -> None:
     parser.add_argument("--out", default="data/work/queries.parquet")
     args = parser.parse_args()
     dataset = section(load_params(), "dataset")
-    queries = read_queries(dataset["queries"]["path"], dataset["queries"]["format"])
+    path, fmt = dataset["queries"]["path"], dataset["queries"]["format"]
+    queries = load_queries(path) if fmt == "releval" else read_queries(path, fmt)
     limit = dataset.get("subset", {}).get("queries")
     if limit is not None:
         queries = queries.head(int(limit))

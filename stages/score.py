@@ -37,15 +37,21 @@ def main() -> None:
     metrics = list(metric_cfg["metrics"])
     qrels = pl.read_parquet(args.qrels)
     judgments = json.loads(Path(args.judgments_meta).read_text())
-    queries = pl.read_parquet(args.queries, columns=["query_id"])
+    queries = pl.read_parquet(args.queries)
+    scored = _scored_queries(queries)
+    qrels = qrels.filter(pl.col("query_id").is_in(scored["query_id"].implode()))
+    slices = _slices(scored)
 
     results, per_query = {}, []
     for run_dir in runs.find_runs(args.runs_root):
         chunk_run, meta = runs.read_run(run_dir)
         doc_run = runs.collapse_to_documents(chunk_run)
-        evaluation = evaluate(qrels, doc_run.select("query_id", "doc_id", "score"), metrics, contract)
+        scored_run = doc_run.filter(pl.col("query_id").is_in(scored["query_id"].implode()))
+        evaluation = evaluate(qrels, scored_run.select("query_id", "doc_id", "score"), metrics, contract,
+                              slices=slices)
         cid = meta["config_id"]
         results[cid] = {"mean": evaluation.mean, "counts": evaluation.counts, "ops": meta["ops"],
+                        "slices": evaluation.slices or {},
                         "models": meta["models"], "inputs": meta["inputs"], "run_dir": str(run_dir),
                         "run_sha256": io.sha256_file(run_dir / "run.parquet"),
                         "warnings": _warnings(cid, evaluation, metrics, meta)}
@@ -60,10 +66,12 @@ def main() -> None:
         **contract.to_dict(), "metrics": metrics, "primary": metric_cfg["primary"],
         "collapse": metric_cfg["collapse"], "dataset": section(params, "dataset.name"),
         "judgments_version": judgments["version"], "judgments_sha256": judgments["source_sha256"],
-        "queries": queries.height, "split": "all",
+        "queries": scored.height, "split": "dev" if "split" in queries.columns else "all",
+        "holdout_queries_sealed": queries.height - scored.height,
     }
     document = {"contract": full_contract,
-                "configs": {cid: {**r["mean"], "ops": r["ops"], "counts": r["counts"]} for cid, r in results.items()}}
+                "configs": {cid: {**r["mean"], "ops": r["ops"], "counts": r["counts"], "slices": r["slices"]}
+                            for cid, r in results.items()}}
     reports = Path(args.reports)
     io.write_json(reports / "metrics.json", document)
     io.write_json(reports / "lineage.json", {cid: {k: r[k] for k in ("models", "inputs", "run_dir", "run_sha256")}
@@ -73,6 +81,19 @@ def main() -> None:
     quality = [m for m in metrics if not m.startswith(("judged@", "ceiling@"))][:4]
     io.write_text(reports / "grid.md", grid_markdown(results, full_contract, quality, metric_cfg["primary"]))
     print(f"score: {len(results)} configurations under judgments {judgments['version']}")
+
+
+def _scored_queries(queries: pl.DataFrame) -> pl.DataFrame:
+    """Development queries only: the sealed holdout is not scored by default."""
+    if "split" not in queries.columns:
+        return queries
+    return queries.filter(pl.col("split") != "holdout")
+
+
+def _slices(queries: pl.DataFrame) -> dict[str, list[str]] | None:
+    if "slices" not in queries.columns:
+        return None
+    return {q: list(s) for q, s in queries.select("query_id", "slices").iter_rows() if s is not None and len(s)}
 
 
 def _warnings(cid: str, evaluation, metrics: list[str], meta: dict) -> list[str]:
