@@ -22,7 +22,8 @@ def main() -> None:
     bm25, bm25_meta = runs.read_run(root / "bm25" / args.chunking)
     fused = fuse({"dense": dense, "bm25": bm25}, method=cfg["method"], k=float(cfg["k"]),
                  weights=dict(cfg["weights"]), normalization=cfg["normalization"], depth=int(cfg["depth"]))
-    ops = {key: dense_meta["ops"][key] for key in ("dimension", "chunks_per_s", "tokens_per_s", "truncation_rate")}
+    ops = {key: dense_meta["ops"][key] for key in ("dimension", "chunks_per_s", "tokens_per_s", "truncation_rate",
+                                                  "truncated_token_share")}
     ops["index_bytes"] = dense_meta["ops"]["index_bytes"] + bm25_meta["ops"]["index_bytes"]
     # Both retrievers run for every query; the sum of their medians approximates the fused median.
     for key in ("latency_ms_p50", "latency_ms_p95"):

@@ -63,6 +63,7 @@ def main() -> None:
         "ops": {
             "dimension": encode_stats["dimension"], "chunks_per_s": encode_stats["chunks_per_s"],
             "tokens_per_s": encode_stats["tokens_per_s"], "truncation_rate": encode_stats["truncation_rate"],
+            "truncated_token_share": encode_stats["truncated_token_share"],
             "index_bytes": index_stats["index_bytes"], "index_build_s": index_stats["build_s"],
             f"ann_recall@{recall_k}": round(ann_recall, 6), **latencies,
         },

@@ -104,7 +104,8 @@ def _warnings(cid: str, evaluation, metrics: list[str], meta: dict) -> list[str]
                          "and count as non-relevant")
     rate = meta["ops"].get("truncation_rate")
     if rate and meta["kind"] == "dense":  # fused and reranked runs inherit it; say it once
-        found.append(f"{cid}: {rate:.1%} of chunks were truncated at the model's max_seq_length")
+        found.append(f"{cid}: {rate:.1%} of chunks were truncated at the model's max_seq_length, "
+                     f"{meta['ops'].get('truncated_token_share', 0.0):.1%} of their tokens never encoded")
     return found
 
 

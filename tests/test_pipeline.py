@@ -20,6 +20,7 @@ pytestmark = pytest.mark.slow
 def overrides(cranfield: Path, qrels: Path, *extra: str) -> list[str]:
     return [
         "dataset=cranfield-mini",
+        "judgments=cranfield",
         f"dataset.corpus.path={cranfield / 'cran.all.1400'}",
         f"dataset.queries.path={cranfield / 'cran.qry'}",
         f"judgments.path={qrels}",

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.slow
 def test_pipeline_bm25_matches_rank_bm25_query_by_query(tmp_path):
     cranfield = require_cranfield()
     project = make_project(tmp_path / "bm25")
-    run(["releval", "params", f"dataset.corpus.path={cranfield / 'cran.all.1400'}",
+    run(["releval", "params", "dataset=cranfield", "judgments=cranfield", f"dataset.corpus.path={cranfield / 'cran.all.1400'}",
          f"dataset.queries.path={cranfield / 'cran.qry'}", f"judgments.path={cranfield / 'cranqrel'}"], project)
     run(["dvc", "repro", "bm25@c256"], project)
     chunks = pl.read_parquet(project / "data/work/chunks/c256.parquet")

@@ -6,7 +6,8 @@ from typing import Any
 
 GRID_OPS = [("chunks_per_s", "chunks/s", "{:.1f}"), ("dimension", "dim", "{:d}"),
             ("index_bytes", "index MB", None), ("latency_ms_p50", "p50 ms", "{:.1f}"),
-            ("latency_ms_p95", "p95 ms", "{:.1f}"), ("truncation_rate", "truncated", "{:.1%}")]
+            ("latency_ms_p95", "p95 ms", "{:.1f}"), ("truncation_rate", "chunks cut", "{:.1%}"),
+            ("truncated_token_share", "tokens lost", "{:.1%}")]
 
 
 def grid_markdown(results: dict[str, dict[str, Any]], contract: dict[str, Any],
