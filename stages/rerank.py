@@ -11,6 +11,7 @@ import argparse
 import json
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import polars as pl
@@ -41,7 +42,6 @@ def main() -> None:
     pairs = top_n_pairs(base, top_n)
     chunks = pl.read_parquet(Path(args.chunks_dir) / f"{base_meta['chunking']}.parquet", columns=["chunk_id", "text"])
     queries = pl.read_parquet(args.queries, columns=["query_id", "text"])
-    start = time.perf_counter()
     if cfg["kind"] == "biencoder":
         emb_dir = Path(args.emb_root) / cfg["model"] / base_meta["chunking"]
         new_scores, models = _biencoder_scores(params, cfg, pairs, queries, chunks, Path(args.models_dir), emb_dir)
@@ -50,12 +50,12 @@ def main() -> None:
     else:
         raise InputError(f"unknown reranker kind {cfg['kind']!r}; expected biencoder or crossencoder",
                          file="params.yaml", field=f"rerankers.{reranker_name}.kind")
-    seconds = time.perf_counter() - start
-    reranked = rerank_top_n(base, new_scores, top_n)
+    seconds = new_scores.seconds
+    reranked = rerank_top_n(base, new_scores.table, top_n)
     ops = dict(base_meta["ops"])
     per_query_ms = 1000.0 * seconds / max(queries.height, 1)
     for key in ("latency_ms_p50", "latency_ms_p95"):
-        ops[key] = ops[key] + per_query_ms  # mean rescoring cost per query added to the first stage
+        ops[key] = ops[key] + per_query_ms  # mean rescoring cost per query (model loading excluded)
     meta = {
         "config_id": runs.reranked_id(base_meta["config_id"], reranker_name), "kind": "reranked",
         "model": base_meta.get("model"), "chunking": base_meta["chunking"],
@@ -65,6 +65,11 @@ def main() -> None:
     }
     runs.write_run(Path(args.runs_root) / "rerank" / args.name, reranked, meta)
     print(f"rerank {meta['config_id']}: {pairs.height} pairs in {seconds:.1f} s")
+
+
+class Rescored(NamedTuple):
+    table: pl.DataFrame  # query_id, chunk_id, score
+    seconds: float       # scoring time, model loading excluded
 
 
 def _texts(pairs: pl.DataFrame, queries: pl.DataFrame, chunks: pl.DataFrame) -> pl.DataFrame:
@@ -77,6 +82,7 @@ def _biencoder_scores(params, cfg, pairs, queries, chunks, models_dir, emb_dir):
     config = ModelConfig.from_params(name, section(params, f"models.{name}"))
     manifest = read_manifest(models_dir / name)
     model = load_sentence_transformer(manifest, config)
+    start = time.perf_counter()
     table = _texts(pairs, queries, chunks)
     reusable = _reusable_embeddings(emb_dir, config, manifest, chunks)
     if reusable is not None:  # the grid already encoded this chunking with this model and protocol
@@ -93,7 +99,8 @@ def _biencoder_scores(params, cfg, pairs, queries, chunks, models_dir, emb_dir):
     scores = np.einsum("ij,ij->i", query_vectors[qi], chunk_vectors[ci]).astype(np.float64)
     models = {name: {"revision": manifest["revision"], "weights_sha256": manifest["weights_sha256"],
                      "protocol": config.protocol()}}
-    return table.select("query_id", "chunk_id").with_columns(pl.Series("score", scores)), models
+    scored = table.select("query_id", "chunk_id").with_columns(pl.Series("score", scores))
+    return Rescored(scored, time.perf_counter() - start), models
 
 
 def _reusable_embeddings(emb_dir: Path, config: ModelConfig, manifest: dict, chunks: pl.DataFrame):
@@ -116,13 +123,15 @@ def _crossencoder_scores(cfg, pairs, queries, chunks):
     folder = resolve_folder(cfg["model"])
     model = CrossEncoder(str(folder), max_length=int(cfg.get("max_length", 512)), device="cpu",
                          trust_remote_code=bool(cfg.get("trust_remote_code", False)), local_files_only=True)
+    start = time.perf_counter()
     table = _texts(pairs, queries, chunks)
     scores = model.predict(list(zip(table["query_text"].to_list(), table["chunk_text"].to_list())),
                            batch_size=int(cfg["batch_size"]), show_progress_bar=False, convert_to_numpy=True)
     scores = np.asarray(scores, dtype=np.float64).reshape(len(table), -1)[:, 0]
     models = {cfg["model"]: {"revision": "cross-encoder from a user folder", "weights_sha256": weights_sha256(folder),
                              "protocol": {"max_length": int(cfg.get("max_length", 512))}}}
-    return table.select("query_id", "chunk_id").with_columns(pl.Series("score", scores)), models
+    scored = table.select("query_id", "chunk_id").with_columns(pl.Series("score", scores))
+    return Rescored(scored, time.perf_counter() - start), models
 
 
 if __name__ == "__main__":
