@@ -461,3 +461,11 @@ def test_document_ranks_count_documents_not_chunks():
     assert ranks.rows() == [("q", "d1", 1), ("q", "d2", 2), ("q", "d3", 3)]
     ranks = compare.document_ranks(run, ties="trec_eval")  # trec_eval breaks ties doc_id descending
     assert ranks.rows() == [("q", "d1", 1), ("q", "d3", 2), ("q", "d2", 3)]
+
+
+def test_grid_verdict_follows_the_holm_adjusted_test():
+    from releval.compare import grid_verdict
+
+    assert grid_verdict(-0.10, 0.43, 0.05) == "inconclusive"  # raw p 0.03, but 15 comparisons
+    assert grid_verdict(-0.10, 0.01, 0.05) == "regression"
+    assert grid_verdict(+0.02, 0.04, 0.05) == "improvement"

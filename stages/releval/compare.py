@@ -479,7 +479,7 @@ def compare_grid(per_query: pl.DataFrame, baseline: str, metric: str,
                 p_bootstrap=float(grid.p_value[k]), p_bootstrap_holm=float(p_boot_holm[k]),
                 wins=wlt[k][0], losses=wlt[k][1], ties=wlt[k][2],
                 p_sign=float(p_sign[k]), p_sign_holm=float(p_sign_holm[k]),
-                verdict=stats.verdict(low, high),
+                verdict=grid_verdict(float(grid.mean_difference[k]), float(p_boot_holm[k]), alpha),
                 indistinguishable_from_best=configs[i] in best.indistinguishable))
     return GridReport(
         metric=metric, baseline=baseline, n_queries=len(query_ids), n_resamples=int(n_resamples),
@@ -488,6 +488,13 @@ def compare_grid(per_query: pl.DataFrame, baseline: str, metric: str,
         spread=stats.score_spread(matrix.mean(axis=0), spread_width),
         thresholds=threshold_stability(threshold_means) if threshold_means else None,
         contract=dict(contract or {}))
+
+
+def grid_verdict(mean_difference: float, p_holm: float, alpha: float) -> str:
+    """Across a grid, only the multiplicity-corrected test may call a difference significant."""
+    if p_holm >= alpha or mean_difference == 0:
+        return "inconclusive"
+    return "improvement" if mean_difference > 0 else "regression"
 
 
 def render_grid(report: GridReport) -> str:

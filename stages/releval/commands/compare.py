@@ -363,9 +363,12 @@ def grid_baseline(args: argparse.Namespace, configs: list[str]) -> str:
     return configs[0]
 
 
-def threshold_means(args: argparse.Namespace, sources: Sources, configs: list[str],
+def threshold_means(args: argparse.Namespace, sources: Sources, reports: Reports, configs: list[str],
                     metric: str, contract: dict[str, Any]) -> dict[int, dict[str, float]] | None:
-    """Re-score every configuration's run at each relevance threshold; None if runs are missing."""
+    """Re-score every configuration's run at each relevance threshold; None if runs are missing.
+
+    Only the queries the reports scored take part (the sealed holdout stays sealed), so the
+    grade >= rel_threshold row reproduces the reported means."""
     thresholds = [int(t) for t in args.thresholds.split(",") if t.strip()]
     if not thresholds:
         return None
@@ -385,10 +388,13 @@ def threshold_means(args: argparse.Namespace, sources: Sources, configs: list[st
     means: dict[int, dict[str, float] | None] = {t: ({} if t in usable else None) for t in thresholds}
     for config_id in configs:
         warn_if_changed(args.reports, config_id, found[config_id])
-        doc_run = runs.collapse_to_documents(runs.read_run(found[config_id])[0])
+        scored_ids = reports.per_query.filter(pl.col("config_id") == config_id)["query_id"].implode()
+        doc_run = runs.collapse_to_documents(runs.read_run(found[config_id])[0]).filter(
+            pl.col("query_id").is_in(scored_ids))
+        scored_qrels = qrels.filter(pl.col("query_id").is_in(scored_ids))
         for threshold in usable:
             try:
-                evaluation = score_run(doc_run, qrels, contract, [metric], rel_threshold=threshold)
+                evaluation = score_run(doc_run, scored_qrels, contract, [metric], rel_threshold=threshold)
             except InputError as exc:
                 if "no query left to evaluate" not in str(exc):
                     raise
@@ -408,7 +414,7 @@ def run_grid(args: argparse.Namespace) -> int:
         raise InputError("no configurations", file=f"{reports.where}/per_query.parquet")
     metric = args.metric or contract.get("primary") or "ndcg@10"
     baseline = grid_baseline(args, configs)
-    means = threshold_means(args, sources, configs, metric, contract)
+    means = threshold_means(args, sources, reports, configs, metric, contract)
     report = compare.compare_grid(reports.per_query.with_columns(pl.col("query_id").cast(pl.Utf8)),
                                   baseline, metric, configs, args.resamples, args.seed, args.alpha,
                                   args.spread_width, means, contract)
