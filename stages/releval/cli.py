@@ -23,6 +23,7 @@ COMMANDS = {
     "gate": "regression gate for CI: exit 1 on a significant regression",
     "power": "queries needed for a paired test; smallest resolvable difference",
     "audit": "trace a reported number to its inputs and verify every link",
+    "archive": "keep every run by content hash; bring back runs of earlier commits (--from-rev, --from-exp)",
 }
 
 

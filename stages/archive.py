@@ -1,0 +1,43 @@
+"""DVC stage `archive`: add every current run (run.parquet + run.json) to the run archive.
+
+data/archive/ is a `persist: true` output: DVC does not delete it before this stage runs, so
+runs from earlier commits and experiments stay. Adding a run that is already archived, keyed by
+(sha256 of run.parquet, configuration id), is a no-op; nothing is deleted or rewritten. Each new
+entry records the git commit (HEAD, and whether the workspace differed from it), the DVC stage
+that wrote the run and the digest of that stage's params in dvc.lock. See releval.archive.
+"""
+
+import argparse
+from pathlib import Path
+
+from releval import archive
+from releval.config import load_params, section
+from releval.stage import entry, warn
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs-root", default=archive.DEFAULT_RUNS_ROOT)
+    parser.add_argument("--archive", default="data/archive")
+    parser.add_argument("--lock", default="dvc.lock")
+    args = parser.parse_args()
+    dataset = str(section(load_params(), "dataset.name"))
+    lock_path = Path(args.lock)
+    lock = archive.parse_lock(lock_path.read_text(encoding="utf-8") if lock_path.exists() else None,
+                              source=str(lock_path))
+    repo = Path(".")
+    found, skipped = archive.workspace_runs(repo, args.runs_root, lock)
+    for path in skipped:
+        warn(f"archive: {path} is not an output of any stage in {lock_path}; not archived (unknown provenance)")
+    provenance = archive.workspace_provenance(repo, lock)
+    if provenance.dirty:
+        print(f"archive: the workspace differs from commit {(provenance.commit or '(none)')[:12]} "
+              f"({', '.join(provenance.dirty_paths[:5])}{', …' if len(provenance.dirty_paths) > 5 else ''}); "
+              "new entries are marked dirty")
+    store = archive.Archive(args.archive)
+    report = store.add(found, provenance, dataset=dataset)
+    print(f"archive: {len(found)} runs, {report.summary()}; {store.index().height} entries in {args.archive}")
+
+
+if __name__ == "__main__":
+    entry(main)
