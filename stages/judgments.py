@@ -73,6 +73,7 @@ def _set_provenance(judgment_set) -> dict:
     return {"source_sha256": manifest.judgments_sha256, "scale": {str(k): v for k, v in manifest.scale.items()},
             "parent": manifest.parent, "date": manifest.date, "annotators": list(manifest.annotators),
             "rubric": manifest.rubric, "rubric_sha256": judgment_set.rubric_sha256,
+            "description": manifest.description,
             "aggregation": "lower median of the annotators' grades"}
 
 

@@ -66,6 +66,7 @@ def main() -> None:
         **contract.to_dict(), "metrics": metrics, "primary": metric_cfg["primary"],
         "collapse": metric_cfg["collapse"], "dataset": section(params, "dataset.name"),
         "judgments_version": judgments["version"], "judgments_sha256": judgments["source_sha256"],
+        "pooling": judgments.get("description") or "not recorded",
         "queries": scored.height, "split": "dev" if "split" in queries.columns else "all",
         "holdout_queries_sealed": queries.height - scored.height,
     }
