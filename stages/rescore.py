@@ -19,10 +19,11 @@ from pathlib import Path
 
 import polars as pl
 
-from releval import archive, io
+from releval import archive, holdout, io
 from releval.config import load_params, section
 from releval.errors import InputError
 from releval.judgments import CHANGE_REPORT_SCHEMA, idcg_change_report, load_version
+from releval.metrics import contract_from_params
 from releval.stage import entry
 
 
@@ -39,12 +40,12 @@ def main() -> None:
     params = load_params()
     metric_cfg = section(params, "metric")
     dataset = str(section(params, "dataset.name"))
-    contract = archive.contract_from_params(metric_cfg)
+    contract = contract_from_params(metric_cfg)
     metrics, primary = list(metric_cfg["metrics"]), str(metric_cfg["primary"])
     judgments = json.loads(Path(args.judgments_meta).read_text(encoding="utf-8"))
     version = str(judgments["version"])
     queries = pl.read_parquet(args.queries)
-    scored = archive.scored_queries(queries)
+    scored = holdout.select_queries(queries, "dev")
     query_ids = scored["query_id"]
     active_qrels = pl.read_parquet(args.qrels).filter(pl.col("query_id").is_in(query_ids.implode()))
 

@@ -1,19 +1,23 @@
 """DVC stage `score`: every run → document level → metrics under one declared contract.
 
-Writes reports/metrics.json (a DVC metrics file: per configuration, quality and operational
+Holdout queries are sealed: scored only with `--split holdout|all`, run by hand (never as a
+DVC stage, whose run cache could replay an opening without logging it), and every opening is
+appended to reports/holdout_access.jsonl first. Writes reports/metrics.json (a DVC metrics file: per configuration, quality and operational
 figures, with the contract beside them), reports/per_query.parquet, reports/grid.md, and a
 TREC run file per configuration under data/work/trec/.
 """
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 import polars as pl
 
 from releval import io, runs
 from releval.config import load_params, section
-from releval.metrics import Contract, evaluate
+from releval import holdout
+from releval.metrics import contract_from_params, evaluate
 from releval.report import grid_markdown
 from releval.stage import entry, warn
 from releval.trec import write_trec_run
@@ -29,21 +33,27 @@ def main() -> None:
     parser.add_argument("--queries", default="data/work/queries.parquet")
     parser.add_argument("--reports", default="reports")
     parser.add_argument("--trec-dir", default="data/work/trec")
+    parser.add_argument("--split", choices=holdout.SCORE_SPLITS, default="dev",
+                        help="dev (default); holdout or all open the sealed holdout and are logged")
+    parser.add_argument("--holdout-log", default=str(holdout.DEFAULT_LOG))
     args = parser.parse_args()
     params = load_params()
     metric_cfg = section(params, "metric")
-    contract = Contract(gain=metric_cfg["gain"], ties=metric_cfg["ties"],
-                        rel_threshold=int(metric_cfg["rel_threshold"]), no_relevant=metric_cfg["no_relevant"])
+    contract = contract_from_params(metric_cfg)
     metrics = list(metric_cfg["metrics"])
     qrels = pl.read_parquet(args.qrels)
     judgments = json.loads(Path(args.judgments_meta).read_text())
     queries = pl.read_parquet(args.queries)
-    scored = _scored_queries(queries)
+    run_dirs = runs.find_runs(args.runs_root)
+    # Opening the holdout is logged before anything is scored (an interrupted run stays on record).
+    scored, split_terms = holdout.scoring_selection(
+        queries, args.split, configs=[runs.read_meta(d)["config_id"] for d in run_dirs],
+        command=["python", *sys.argv], log_path=args.holdout_log, source=args.queries)
     qrels = qrels.filter(pl.col("query_id").is_in(scored["query_id"].implode()))
     slices = _slices(scored)
 
     results, per_query = {}, []
-    for run_dir in runs.find_runs(args.runs_root):
+    for run_dir in run_dirs:
         chunk_run, meta = runs.read_run(run_dir)
         doc_run = runs.collapse_to_documents(chunk_run)
         scored_run = doc_run.filter(pl.col("query_id").is_in(scored["query_id"].implode()))
@@ -67,8 +77,7 @@ def main() -> None:
         "collapse": metric_cfg["collapse"], "dataset": section(params, "dataset.name"),
         "judgments_version": judgments["version"], "judgments_sha256": judgments["source_sha256"],
         "pooling": judgments.get("description") or "not recorded",
-        "queries": scored.height, "split": "dev" if "split" in queries.columns else "all",
-        "holdout_queries_sealed": queries.height - scored.height,
+        **split_terms,
     }
     document = {"contract": full_contract,
                 "configs": {cid: {**r["mean"], "ops": r["ops"], "counts": r["counts"], "slices": r["slices"]}
@@ -82,13 +91,6 @@ def main() -> None:
     quality = [m for m in metrics if not m.startswith(("judged@", "ceiling@"))][:4]
     io.write_text(reports / "grid.md", grid_markdown(results, full_contract, quality, metric_cfg["primary"]))
     print(f"score: {len(results)} configurations under judgments {judgments['version']}")
-
-
-def _scored_queries(queries: pl.DataFrame) -> pl.DataFrame:
-    """Development queries only: the sealed holdout is not scored by default."""
-    if "split" not in queries.columns:
-        return queries
-    return queries.filter(pl.col("split") != "holdout")
 
 
 def _slices(queries: pl.DataFrame) -> dict[str, list[str]] | None:

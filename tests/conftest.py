@@ -26,7 +26,8 @@ def cranfield() -> Path:
     return require_cranfield()
 
 
-PROJECT_FILES = ["dvc.yaml", "conf", "stages", ".dvc/config", ".dvcignore", ".gitignore"]
+PROJECT_FILES = ["dvc.yaml", "conf", "stages", "dvc_plots", ".dvc/config", ".dvcignore", ".gitignore",
+                 "reports/holdout_access.jsonl"]
 
 
 def make_project(dest: Path) -> Path:

@@ -204,11 +204,14 @@ def test_workspace_runs_skip_folders_no_stage_made(tmp_path):
 
 
 def test_scored_queries_and_contract_match_the_score_stage():
+    from releval.holdout import select_queries
+    from releval.metrics import contract_from_params
+
     queries = pl.DataFrame({"query_id": ["q1", "q2", "q3"], "split": ["dev", "dev", "holdout"]})
-    assert ar.scored_queries(queries)["query_id"].to_list() == ["q1", "q2"]
-    assert ar.scored_queries(queries.drop("split")).height == 3
-    contract = ar.contract_from_params({"gain": "linear", "ties": "trec_eval", "rel_threshold": 2,
-                                        "no_relevant": "zero"})
+    assert select_queries(queries, "dev")["query_id"].to_list() == ["q1", "q2"]
+    assert select_queries(queries.drop("split"), "dev").height == 3
+    contract = contract_from_params({"gain": "linear", "ties": "trec_eval", "rel_threshold": 2,
+                                     "no_relevant": "zero", "metrics": ["map"], "collapse": "first"})
     assert (contract.gain, contract.ties, contract.rel_threshold, contract.no_relevant) == \
         ("linear", "trec_eval", 2, "zero")
     assert ar.idcg_cutoffs(["ndcg@10", "recall@100", "ceiling@5", "map"]) == [5, 10]

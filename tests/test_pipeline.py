@@ -94,7 +94,8 @@ def test_fusion_change_reruns_only_fusion_and_scoring(project):
     project.compose("fusions.rrf.k=10")
     status = run(["dvc", "status"], project.path).stdout
     assert "fuse@rrf-minilm-c256" in status and "encode@" not in status
-    assert project.repro() == {"fuse@rrf-minilm-c256", "fuse@rrf-minilm_b-c256", "score", "archive", "rescore"}
+    assert project.repro() == {"fuse@rrf-minilm-c256", "fuse@rrf-minilm_b-c256", "score", "archive", "rescore",
+                              "report"}
 
 
 def test_model_change_reencodes_only_that_model(project):
@@ -109,7 +110,7 @@ def test_judgment_change_reencodes_nothing(project):
     q, d, code = lines[0].split()[:3]
     lines[0] = f"{q} {d} 4 \r\n" if code != "4" else f"{q} {d} 1 \r\n"
     project.qrels.write_text("".join(lines))
-    assert project.repro() == {"judgments", "score", "rescore"}
+    assert project.repro() == {"judgments", "score", "rescore", "report"}
 
 
 def test_no_param_is_named_like_dvc_metadata(project):

@@ -493,22 +493,6 @@ def archive_revision(archive: Archive, repo: str | os.PathLike, rev: str, *, sou
 
 # --------------------------------------------------------------------------- scoring (shared with score.py)
 
-def scored_queries(queries: pl.DataFrame) -> pl.DataFrame:
-    """Development queries only: the sealed holdout (split == holdout) is not scored by default."""
-    if "split" not in queries.columns:
-        return queries
-    return queries.filter(pl.col("split") != "holdout")
-
-
-def contract_from_params(metric_cfg: Mapping[str, Any]) -> Contract:
-    """The metric contract from params ``metric`` (as the score stage builds it)."""
-    terms = {"gain": metric_cfg["gain"], "ties": metric_cfg["ties"],
-             "rel_threshold": int(metric_cfg["rel_threshold"]), "no_relevant": metric_cfg["no_relevant"]}
-    if "missing_in_run" in metric_cfg:
-        terms["missing_in_run"] = metric_cfg["missing_in_run"]
-    return Contract(**terms)
-
-
 def idcg_cutoffs(metrics: Sequence[str]) -> list[int]:
     """The k of every metric whose value divides by IDCG@k (ndcg, ceiling); [10] when there is none."""
     ks = sorted({m.k for m in parse_metrics(metrics) if m.kind in ("ndcg", "ceiling") and m.k is not None})

@@ -108,6 +108,12 @@ class Contract:
         return cls(**{key: value for key, value in terms.items() if key in fields})
 
 
+def contract_from_params(metric_cfg: Mapping[str, Any]) -> Contract:
+    """The contract declared by params.yaml's ``metric`` section (unrelated keys ignored)."""
+    fields = {f.name for f in dataclasses.fields(Contract)}
+    return Contract(**{key: metric_cfg[key] for key in fields if key in metric_cfg})
+
+
 class ContractMismatchError(ValueError):
     """Numbers computed under different contracts were about to be compared."""
 
@@ -642,16 +648,17 @@ def _tied_query_counts(ranking: _Ranking, evaluated: np.ndarray, metrics: tuple[
 
 def _slice_means(per_query: pl.DataFrame, slices: Mapping[str, str | Iterable[str]],
                  metrics: tuple[Metric, ...]) -> dict[str, dict[str, Any]]:
+    # Means are taken with numpy over rows sorted by query id: a parallel group_by sums in no
+    # fixed order, so a slice mean could differ in its last bit between identical runs.
     membership = pl.DataFrame(
         [(str(query_id), str(name)) for query_id, names in slices.items()
          for name in ([names] if isinstance(names, str) else names)],
         schema={"query_id": pl.String, "slice": pl.String}, orient="row").unique()
     names = [metric.name for metric in metrics]
-    grouped = membership.join(per_query, on="query_id", how="inner").group_by("slice").agg(
-        pl.len().alias("queries"), *[pl.col(name).mean() for name in names])
-    by_name = {row["slice"]: row for row in grouped.iter_rows(named=True)}
-    return {
-        name: {"queries": by_name[name]["queries"], "mean": {metric: by_name[name][metric] for metric in names}}
-        if name in by_name else {"queries": 0, "mean": {}}
-        for name in sorted(membership["slice"].unique().to_list())
-    }
+    joined = membership.join(per_query, on="query_id", how="inner").sort(["slice", "query_id"])
+    out: dict[str, dict[str, Any]] = {}
+    for name in sorted(membership["slice"].unique().to_list()):
+        rows = joined.filter(pl.col("slice") == name)
+        out[name] = ({"queries": rows.height, "mean": {m: float(np.mean(rows[m].to_numpy())) for m in names}}
+                     if rows.height else {"queries": 0, "mean": {}})
+    return out

@@ -71,10 +71,12 @@ def write_run(out_dir: str | Path, run: pl.DataFrame, meta: dict[str, Any]) -> N
     io.write_json(out_dir / "run.json", meta)
 
 
+def read_meta(run_dir: str | Path) -> dict[str, Any]:
+    return json.loads((Path(run_dir) / "run.json").read_text(encoding="utf-8"))
+
+
 def read_run(run_dir: str | Path) -> tuple[pl.DataFrame, dict[str, Any]]:
-    run_dir = Path(run_dir)
-    meta = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
-    return pl.read_parquet(run_dir / "run.parquet"), meta
+    return pl.read_parquet(Path(run_dir) / "run.parquet"), read_meta(run_dir)
 
 
 def find_runs(root: str | Path) -> list[Path]:

@@ -1,0 +1,390 @@
+"""`releval audit`: lineage of a reported number, and verification of every link.
+
+Fast tests run on a tiny hand-built repository (no DVC run); the slow ones build a real small
+project (Cranfield slice, two MiniLM configurations, BM25, RRF, a reranked run, and the
+`report` stage proposed for dvc.yaml), then tamper with one input at a time.
+"""
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+import yaml
+
+from conftest import CRANFIELD, ROOT, make_project, require_cranfield, run
+from releval import audit, io, runs
+from releval.errors import InputError
+from releval.metrics import Contract, evaluate
+
+# --------------------------------------------------------------------------- the real project
+
+# The stage and plots this work proposes for dvc.yaml (see stages/report.py); test projects get them.
+def overrides() -> list[str]:
+    """tests/test_pipeline.py's small grid, with the corpus and judgments copied into the project
+    (so that tampering with them is tampering with this project only) and a query prompt on the
+    second MiniLM (a legitimate protocol difference under one card)."""
+    return [
+        "dataset=cranfield-mini", "judgments=cranfield",
+        "dataset.corpus.path=data/cran.all.1400",
+        f"dataset.queries.path={CRANFIELD / 'cran.qry'}",
+        "judgments.path=data/cranqrel",
+        "~model@models.e5small", "+model@models.minilm_b=minilm", "grid.models=[minilm,minilm_b]",
+        "grid.chunkings=[c256]", "rerankers.e5.model=minilm_b", "rerankers.e5.top_n=20",
+        "models.minilm_b.query_prompt=query: ",
+    ]
+
+
+def sh(cmd, cwd, check=True):
+    return run(cmd, Path(cwd), check=check)
+
+
+def build_project(dest: Path) -> Path:
+    require_cranfield()
+    make_project(dest)
+    (dest / "data").mkdir(exist_ok=True)
+    for name in ("cranqrel", "cran.all.1400"):
+        shutil.copy(CRANFIELD / name, dest / "data" / name)
+    sh(["releval", "params", *overrides()], dest)
+    sh(["git", "add", "-A"], dest)
+    sh(["git", "commit", "-qm", "code, configuration and inputs"], dest)
+    sh(["dvc", "repro"], dest)
+    sh(["git", "add", "-A"], dest)
+    sh(["git", "commit", "-qm", "first repro"], dest)
+    return dest
+
+
+_SHARED: dict[str, Path] = {}
+
+
+def shared_project(base: Path | None = None) -> Path:
+    """One built project per test session (built on first use, then only read or copied)."""
+    if "path" not in _SHARED:
+        if base is None:
+            import tempfile
+
+            base = Path(tempfile.mkdtemp(prefix="releval-audit-"))
+        _SHARED["path"] = build_project(base / "project")
+    return _SHARED["path"]
+
+
+def copy_project(dest: Path) -> Path:
+    shutil.copytree(shared_project(), dest, symlinks=True)
+    return dest
+
+
+@pytest.fixture(scope="session")
+def project(tmp_path_factory) -> Path:
+    return shared_project(tmp_path_factory.mktemp("shared"))
+
+
+def audit_cli(cwd, *args):
+    return sh([sys.executable, "-m", "releval.cli", "audit", *args], cwd, check=False)
+
+
+# --------------------------------------------------------------------------- a tiny repository
+
+def tiny_repo(root: Path) -> Path:
+    """reports + data/work + dvc.lock as the pipeline lays them out, for one dense run."""
+    work = root / "data" / "work"
+    run_dir = work / "runs" / "dense" / "m" / "c1"
+    qrels = pl.DataFrame({"query_id": ["1", "1", "2", "3"], "doc_id": ["a", "b", "c", "a"], "grade": [2, 1, 3, 1]})
+    queries = pl.DataFrame({"query_id": ["1", "2", "3"], "text": ["x", "y", "z"]})
+    chunk_run = pl.DataFrame({
+        "query_id": ["1", "1", "1", "2", "2", "3", "3"],
+        "chunk_id": ["b#0-9", "a#0-9", "a#9-20", "c#0-5", "a#0-9", "b#0-9", "a#9-20"],
+        "doc_id": ["b", "a", "a", "c", "a", "b", "a"],
+        "score": [0.9, 0.8, 0.95, 0.3, 0.7, 0.5, 0.4],  # a#9-20 outscores a#0-9 but ranks below it
+        "rank": [1, 2, 3, 2, 1, 1, 2]}, schema=runs.RUN_SCHEMA)
+    work.mkdir(parents=True)
+    qrels.write_parquet(work / "qrels.parquet")
+    queries.write_parquet(work / "queries.parquet")
+    runs.write_run(run_dir, chunk_run, {"config_id": "m/c1", "kind": "dense", "model": "m", "chunking": "c1",
+                                        "inputs": [], "ops": {"latency_ms_p95": 1.5},
+                                        "models": {"m": {"revision": "r", "weights_sha256": "w", "protocol": {}}}})
+    (root / "qrels.txt").write_text("1 a 2\n1 b 1\n2 c 3\n3 a 1\n")
+    (work / "judgments.json").write_text(json.dumps({"version": "v1", "source": "qrels.txt",
+                                                     "source_sha256": io.sha256_file(root / "qrels.txt")}))
+    metrics = ["ndcg@10", "recall@100", "mrr@10", "map"]
+    contract = Contract()
+    doc_run = runs.collapse_to_documents(chunk_run)
+    evaluation = evaluate(qrels, doc_run.select("query_id", "doc_id", "score"), metrics, contract)
+    reports = root / "reports"
+    reports.mkdir()
+    full = {**contract.to_dict(), "metrics": metrics, "primary": "ndcg@10", "collapse": "first", "dataset": "tiny",
+            "judgments_version": "v1", "judgments_sha256": "0" * 64, "queries": 3, "split": "all"}
+    (reports / "metrics.json").write_text(json.dumps(
+        {"contract": full, "configs": {"m/c1": {**evaluation.mean, "ops": {"latency_ms_p95": 1.5}, "counts": {}}}}))
+    (reports / "lineage.json").write_text(json.dumps({"m/c1": {
+        "models": {"m": {"revision": "r", "weights_sha256": "w", "protocol": {}}}, "inputs": [],
+        "run_dir": "data/work/runs/dense/m/c1", "run_sha256": io.sha256_file(run_dir / "run.parquet")}}))
+    lock = {"schema": "2.0", "stages": {
+        "queries": {"cmd": "python stages/queries.py", "deps": [{"path": "q.txt", "md5": "1"}],
+                    "outs": [{"path": "data/work/queries.parquet", "md5": "2"}]},
+        "judgments": {"cmd": "python stages/judgments.py", "deps": [{"path": "qrels.txt", "md5": "3"},
+                                                                    {"path": "data/work/queries.parquet", "md5": "2"}],
+                      "params": {"params.yaml": {"judgments": {"version": "v1"}}},
+                      "outs": [{"path": "data/work/judgments.json", "md5": "4"},
+                               {"path": "data/work/qrels.parquet", "md5": "5"}]},
+        "other": {"cmd": "python other.py", "deps": [], "outs": [{"path": "data/work/other", "md5": "6.dir"}]},
+        "retrieve@m-c1": {"cmd": "python stages/retrieve.py --model m --chunking c1",
+                          "deps": [{"path": "data/work/queries.parquet", "md5": "2"}],
+                          "outs": [{"path": "data/work/runs/dense/m/c1", "md5": "7.dir", "nfiles": 2}]},
+        "score": {"cmd": "python stages/score.py",
+                  "deps": [{"path": "data/work/runs", "md5": "8.dir"}, {"path": "data/work/qrels.parquet", "md5": "5"}],
+                  "outs": [{"path": "reports/metrics.json", "md5": "9"}]}}}
+    (root / "dvc.lock").write_text(yaml.safe_dump(lock))
+    return root
+
+
+CLEAN = ({}, {})  # what DVC's status says about an untouched repository
+
+
+def test_refs_parse_as_two_words_or_a_path_into_metrics_json():
+    assert audit.parse_ref(["minilm/c256", "ndcg@10"]) == audit.MetricRef("minilm/c256", "ndcg@10")
+    assert audit.parse_ref(["configs.minilm/c256.ndcg@10"]) == audit.MetricRef("minilm/c256", "ndcg@10")
+    assert audit.parse_ref(["configs.rrf(minilm,bm25)/c256.recall@100"]).config_id == "rrf(minilm,bm25)/c256"
+    ops = audit.parse_ref(["configs.minilm/c256.ops.latency_ms_p95"])
+    assert ops == audit.MetricRef("minilm/c256", "ops.latency_ms_p95") and ops.is_ops
+    for bad in ([], ["a", "b", "c"], ["nodot"]):
+        with pytest.raises(InputError):
+            audit.parse_ref(bad)
+
+
+def test_lineage_walks_dvc_lock_upstream_from_the_run(tmp_path):
+    root = tiny_repo(tmp_path)
+    lineage = audit.assemble(root, audit.MetricRef("m/c1", "ndcg@10"))
+    assert [s.name for s in lineage.stages] == ["queries", "judgments", "retrieve@m-c1", "score"]  # not `other`
+    assert lineage.written_by.name == "score" and lineage.run_stage == "retrieve@m-c1"
+    assert lineage.judgments["version"] == "v1"
+    assert lineage.models["m"]["weights_sha256"] == "w"
+    assert lineage.packages["polars"] == pl.__version__
+    retrieve = next(s for s in lineage.stages if s.name == "retrieve@m-c1")
+    assert "data/work/runs/dense/m/c1/run.json" in retrieve.sidecars
+    text = audit.render_lineage(lineage)
+    for expected in ("m/c1 ndcg@10 =", "written by stage score", "stage retrieve@m-c1", "md5 7.dir",
+                     "param   judgments =", "packages (installed now): releval"):
+        assert expected in text, expected
+
+
+def test_an_untouched_number_is_recomputed_bit_for_bit(tmp_path):
+    root = tiny_repo(tmp_path)
+    for metric in ("ndcg@10", "recall@100", "mrr@10", "map"):
+        lineage = audit.assemble(root, audit.MetricRef("m/c1", metric))
+        verification = audit.verify(root, lineage, status=CLEAN)
+        assert verification.ok, audit.render_verification(verification)
+        assert verification.links[0].check == "recompute" and "bit-for-bit" in verification.links[0].detail
+    assert len(audit.verify_numbers(root)) == 4
+    every = audit.verify_all(root, status=CLEAN)
+    assert all(link.status == "ok" for link in every) and every[-1].check == "dvc.lock"
+    # Without DVC's status (this folder is no DVC repository) nothing in dvc.lock is verified: broken.
+    unchecked = audit.verify_all(root)
+    assert [(l.subject, l.status) for l in unchecked if l.broken] == [("dvc status", "missing")]
+
+
+def test_a_number_that_differs_from_its_inputs_is_a_broken_link(tmp_path):
+    root = tiny_repo(tmp_path)
+    metrics_path = root / "reports" / "metrics.json"
+    document = json.loads(metrics_path.read_text())
+    document["configs"]["m/c1"]["map"] += 1e-12  # the smallest edit still breaks the chain
+    metrics_path.write_text(json.dumps(document))
+    verification = audit.verify(root, audit.assemble(root, audit.MetricRef("m/c1", "map")), status=CLEAN)
+    assert [(l.check, l.status) for l in verification.broken] == [("recompute", "mismatch")]
+    assert "result: BROKEN (1 link: m/c1 map mismatch)" in audit.render_verification(verification)
+    statuses = {l.subject: l.status for l in audit.verify_all(root, status=CLEAN)}
+    assert statuses["m/c1 map"] == "mismatch" and statuses["m/c1 ndcg@10"] == "ok"
+
+
+def test_slice_means_may_differ_in_the_last_bits_only():
+    exact = audit._slice_link("c slice s ndcg@10", 0.1 + 0.2, 0.1 + 0.2)
+    assert exact.status == "ok" and "equal to" not in exact.detail
+    last_bit = audit._slice_link("c slice s ndcg@10", 0.30000000000000004, 0.3)
+    assert last_bit.status == "ok" and "equal to 1e-12" in last_bit.detail
+    assert audit._slice_link("c slice s ndcg@10", 0.3, 0.3 + 1e-9).status == "mismatch"
+    assert audit._slice_link("c slice s ndcg@10", 0.3, None).status == "mismatch"
+
+
+def test_a_changed_run_file_breaks_the_run_link(tmp_path):
+    root = tiny_repo(tmp_path)
+    path = root / "data" / "work" / "runs" / "dense" / "m" / "c1" / "run.parquet"
+    table = pl.read_parquet(path)
+    table.with_columns(pl.col("score") * 1.0).sort("score").write_parquet(path)  # same rows, other bytes
+    verification = audit.verify(root, audit.assemble(root, audit.MetricRef("m/c1", "ndcg@10")), status=CLEAN)
+    assert [(l.check, l.status) for l in verification.broken] == [("run file", "mismatch")]
+
+
+def test_operational_figures_are_checked_against_the_run_sidecar(tmp_path):
+    root = tiny_repo(tmp_path)
+    ref = audit.parse_ref(["configs.m/c1.ops.latency_ms_p95"])
+    assert audit.verify(root, audit.assemble(root, ref), status=CLEAN).ok
+    sidecar = root / "data" / "work" / "runs" / "dense" / "m" / "c1" / "run.json"
+    meta = json.loads(sidecar.read_text())
+    meta["ops"]["latency_ms_p95"] = 2.0
+    sidecar.write_text(json.dumps(meta))
+    broken = audit.verify(root, audit.assemble(root, ref), status=CLEAN).broken
+    assert [(l.check, l.status) for l in broken] == [("recompute", "mismatch")]
+
+
+def test_dvc_status_entries_become_named_links(tmp_path):
+    root = tiny_repo(tmp_path)
+    lineage = audit.assemble(root, audit.MetricRef("m/c1", "ndcg@10"))
+    status = {
+        "judgments": [{"changed deps": {"qrels.txt": "modified"}}],
+        "queries": [{"changed outs": {"data/work/queries.parquet": "deleted"}}],
+        "retrieve@m-c1": [{"changed outs": {"data/work/runs/dense/m/c1": "modified"}}, "changed command"],
+        "other": [{"changed outs": {"data/work/other": "modified"}}],
+        "score": [{"changed params": {"params.yaml": {"metric.gain": "modified"}}}],
+    }
+    data = {"uncommitted": {"modified": ["data/work/runs/dense/m/c1/", "data/work/runs/dense/m/c1/run.parquet"]}}
+    links = audit.verify(root, lineage, status=(status, data)).links
+    found = {(l.subject, l.status) for l in links if l.check == "dvc.lock"}
+    assert ("qrels.txt", "stale") in found
+    assert ("data/work/queries.parquet", "missing") in found
+    assert ("data/work/runs/dense/m/c1", "modified") in found
+    assert ("stage retrieve@m-c1", "stale") in found
+    assert ("stage score", "stale") in found
+    assert ("data/work/other", "note") in found  # outside this number's lineage: reported, not broken
+    modified = next(l for l in links if l.subject == "data/work/runs/dense/m/c1")
+    assert "data/work/runs/dense/m/c1/run.parquet modified" in modified.detail and "md5 7.dir" in modified.detail
+
+
+def test_a_change_in_another_run_only_is_a_note_for_this_number(tmp_path):
+    root = tiny_repo(tmp_path)
+    lineage = audit.assemble(root, audit.MetricRef("m/c1", "ndcg@10"))
+    elsewhere = ({"score": [{"changed deps": {"data/work/runs": "modified"}}]},
+                 {"uncommitted": {"modified": ["data/work/runs/bm25/c1/run.parquet"]}})
+    verification = audit.verify(root, lineage, status=elsewhere)
+    assert verification.ok
+    assert any(l.status == "note" and "other runs only" in l.detail for l in verification.links)
+    here = ({"score": [{"changed deps": {"data/work/runs": "modified"}}]},
+            {"uncommitted": {"modified": ["data/work/runs/dense/m/c1/run.parquet"]}})
+    assert not audit.verify(root, lineage, status=here).ok
+    unknown = ({"score": [{"changed deps": {"data/work/runs": "modified"}}]}, {})
+    assert not audit.verify(root, lineage, status=unknown).ok  # cannot tell which file: broken
+
+
+def test_bad_references_exit_2_naming_what_exists(tmp_path):
+    root = tiny_repo(tmp_path)
+    result = audit_cli(root, "nope/c1", "ndcg@10")
+    assert result.returncode == 2 and "m/c1" in result.stderr
+    result = audit_cli(root, "m/c1", "ndcg@99")
+    assert result.returncode == 2 and "ndcg@10" in result.stderr
+    result = audit_cli(root)
+    assert result.returncode == 2 and "METRIC_REF" in result.stderr
+
+
+# --------------------------------------------------------------------------- on a real pipeline
+
+@pytest.mark.slow
+def test_untouched_project_every_number_recomputes_and_every_link_holds(project):
+    metrics = json.loads((project / "reports" / "metrics.json").read_text())
+    expected = sum(len(metrics["contract"]["metrics"]) + sum(len(s["mean"]) for s in (row.get("slices") or {}).values())
+                   for row in metrics["configs"].values())
+    result = audit_cli(project, "--all")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"{expected} of {expected} numbers in reports/metrics.json recomputed" in result.stdout
+    assert "result: OK" in result.stdout
+    data = json.loads(audit_cli(project, "--all", "--json").stdout)
+    assert data["ok"] and sum(l["check"] == "recompute" and l["status"] == "ok" for l in data["links"]) == expected
+
+    result = audit_cli(project, "minilm/c256", "ndcg@10")
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    value = metrics["configs"]["minilm/c256"]["ndcg@10"]
+    assert f"minilm/c256 ndcg@10 = {value!r}" in out
+    for stage in ("ingest", "queries", "judgments", "chunk@c256", "model@minilm", "encode@minilm-c256",
+                  "index@minilm-c256", "retrieve@minilm-c256", "score"):
+        assert f"stage {stage}:" in out, stage
+    assert "stage bm25@c256:" not in out  # not an input of this number
+    for expected_text in ("sidecar data/work/emb/minilm/c256/encode.json", "sidecar data/work/index/minilm/c256/index.json",
+                          "sidecar data/work/chunks/c256.json", "judgments  cranfield-1", "weights sha256",
+                          "md5 ", ".dir", "param   chunkings.c256", "packages (installed now): releval",
+                          "git: commit", "bit-for-bit", "result: OK"):
+        assert expected_text in out, expected_text
+    path_form = audit_cli(project, "configs.rrf(minilm,bm25)/c256.recall@100")
+    assert path_form.returncode == 0 and "stage fuse@rrf-minilm-c256:" in path_form.stdout
+    assert "stage bm25@c256:" in path_form.stdout and "stage retrieve@minilm-c256:" in path_form.stdout
+
+
+def _edit_qrels(project: Path) -> None:
+    path = project / "data" / "cranqrel"
+    lines = path.read_text().splitlines(keepends=True)
+    q, d, grade = lines[0].split()[:3]
+    lines[0] = f"{q} {d} {4 if grade != '4' else 1} \n"
+    path.write_text("".join(lines))
+
+
+def _edit_run(project: Path) -> None:
+    path = project / "data" / "work" / "runs" / "dense" / "minilm" / "c256" / "run.parquet"
+    table = pl.read_parquet(path)
+    table.with_columns(pl.when(pl.int_range(pl.len()) == 0).then(-5.0).otherwise(pl.col("score"))
+                       .alias("score")).write_parquet(path)
+
+
+def _edit_corpus(project: Path) -> None:
+    path = project / "data" / "cran.all.1400"
+    text = path.read_text()
+    path.write_text(text.replace("experimental investigation", "experimental INVESTIGATION", 1))
+
+
+def _delete_qrels(project: Path) -> None:
+    (project / "data" / "work" / "qrels.parquet").unlink()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("tamper,names", [
+    (_edit_qrels, ["BROKEN (stale)", "data/cranqrel: modified since stage judgments ran",
+                   "BROKEN (modified)    sidecar    data/cranqrel"]),
+    (_edit_run, ["BROKEN (mismatch)    recompute", "BROKEN (mismatch)    run file",
+                 "output of stage retrieve@minilm-c256 was modified",
+                 "[data/work/runs/dense/minilm/c256/run.parquet modified]"]),
+    (_edit_corpus, ["BROKEN (stale)", "data/cran.all.1400: modified since stage ingest ran"]),
+    (_delete_qrels, ["BROKEN (missing)", "data/work/qrels.parquet"]),
+], ids=["judgment", "run-row", "corpus", "deleted-qrels"])
+def test_tampering_names_the_broken_link_and_exits_1(project, tmp_path, tamper, names):
+    copy = copy_project(tmp_path / "tampered")
+    assert audit_cli(copy, "minilm/c256", "ndcg@10").returncode == 0
+    tamper(copy)
+    result = audit_cli(copy, "minilm/c256", "ndcg@10")
+    assert result.returncode == 1, result.stdout + result.stderr
+    verification = result.stdout[result.stdout.index("verification:"):]
+    for text in names:
+        assert text in verification, (text, verification)
+    assert "result: BROKEN" in verification
+    assert audit_cli(copy, "--all").returncode == 1
+
+
+@pytest.mark.slow
+def test_a_change_to_another_configuration_leaves_this_number_intact(project, tmp_path):
+    copy = copy_project(tmp_path / "other-run")
+    _edit_run(copy)  # minilm/c256's run; bm25/c256 does not read it
+    result = audit_cli(copy, "bm25/c256", "map")
+    assert result.returncode == 0, result.stdout
+    assert "in other runs only" in result.stdout and "result: OK" in result.stdout
+
+
+@pytest.mark.slow
+def test_audit_at_an_earlier_revision_restores_its_data_from_the_cache(project, tmp_path):
+    copy = copy_project(tmp_path / "history")
+    old = json.loads((copy / "reports" / "metrics.json").read_text())["configs"]["minilm/c256"]
+    _edit_qrels(copy)
+    sh(["dvc", "repro"], copy)
+    sh(["git", "add", "-A"], copy)
+    sh(["git", "commit", "-qm", "regrade one judgment"], copy)
+    new = json.loads((copy / "reports" / "metrics.json").read_text())["configs"]["minilm/c256"]
+    metric = next(m for m in ("ndcg@10", "map", "mrr@10", "p@10", "recall@100") if old[m] != new[m])
+    before = (sh(["git", "status", "--porcelain"], copy).stdout, sh(["git", "worktree", "list"], copy).stdout,
+              sh(["git", "branch", "-a"], copy).stdout)
+
+    result = audit_cli(copy, "minilm/c256", metric, "--rev", "HEAD~1")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"minilm/c256 {metric} = {old[metric]!r}" in result.stdout and "result: OK" in result.stdout
+    current = audit_cli(copy, "minilm/c256", metric)
+    assert current.returncode == 0 and f"= {new[metric]!r}" in current.stdout
+    after = (sh(["git", "status", "--porcelain"], copy).stdout, sh(["git", "worktree", "list"], copy).stdout,
+             sh(["git", "branch", "-a"], copy).stdout)
+    assert after == before  # the audited repository is not touched
+    bad = audit_cli(copy, "minilm/c256", metric, "--rev", "no-such-rev")
+    assert bad.returncode == 2 and "--rev" in bad.stderr

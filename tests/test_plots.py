@@ -1,0 +1,291 @@
+"""Plot data, Vega-Lite specs, DVC templates, PNGs, and pages that render without a network."""
+
+import io
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from conftest import ROOT, run
+from releval import plots, stats
+from releval.compare import NotComparable
+from releval.errors import InputError
+from releval.metrics import Contract, evaluate
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--no-first-run", "--host-resolver-rules=MAP * ~NOTFOUND",
+                  "--virtual-time-budget=15000"]
+needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed "
+                                    "(apt-get install -y chromium); the offline-rendering check needs a browser")
+
+
+def long_table(values: dict[str, list[float]], metric="ndcg@10") -> pl.DataFrame:
+    n = len(next(iter(values.values())))
+    return pl.DataFrame({"config_id": [c for c in values for _ in range(n)],
+                         "query_id": [f"q{i:02d}" for _ in values for i in range(n)],
+                         metric: [v for vs in values.values() for v in vs]})
+
+
+RNG = np.random.default_rng(7)
+PER_QUERY = long_table({"base": list(RNG.uniform(0, 1, 30)), "better": list(RNG.uniform(0.2, 1, 30)),
+                        "same": list(RNG.uniform(0, 1, 30))})
+
+
+# --------------------------------------------------------------------------- tables
+
+def test_interval_table_is_the_mean_with_a_paired_percentile_bootstrap():
+    rows = plots.interval_table(PER_QUERY, "ndcg@10", n_resamples=2000, seed=3)
+    assert [r["config_id"] for r in rows] == sorted(["base", "better", "same"], key=lambda c: -PER_QUERY.filter(
+        pl.col("config_id") == c)["ndcg@10"].mean())
+    for row in rows:
+        scores = PER_QUERY.filter(pl.col("config_id") == row["config_id"])["ndcg@10"].to_numpy()
+        assert row["mean"] == pytest.approx(scores.mean())
+        assert row["low"] < row["mean"] < row["high"]
+        assert row["queries"] == 30 and row["confidence"] == 0.95
+    matrix = np.column_stack([PER_QUERY.filter(pl.col("config_id") == c).sort("query_id")["ndcg@10"].to_numpy()
+                              for c in ("base", "better", "same")])
+    low, high = stats.percentile_interval(stats.bootstrap_means(matrix, 2000, 3))
+    by_id = {r["config_id"]: r for r in rows}
+    assert by_id["better"]["low"] == pytest.approx(low[1]) and by_id["better"]["high"] == pytest.approx(high[1])
+    assert plots.interval_table(PER_QUERY, "ndcg@10", n_resamples=2000, seed=3) == rows  # seeded
+
+
+def test_interval_table_refuses_configurations_scored_on_different_queries():
+    uneven = PER_QUERY.filter(~((pl.col("config_id") == "same") & (pl.col("query_id") == "q00")))
+    with pytest.raises(NotComparable, match="same lacks 1 queries"):
+        plots.interval_table(uneven, "ndcg@10")
+
+
+def test_difference_table_is_candidate_minus_baseline_per_query():
+    rows = plots.difference_table(PER_QUERY, "base", "ndcg@10")
+    assert {r["config_id"] for r in rows} == {"better", "same"} and len(rows) == 60
+    base = dict(PER_QUERY.filter(pl.col("config_id") == "base").select("query_id", "ndcg@10").iter_rows())
+    better = dict(PER_QUERY.filter(pl.col("config_id") == "better").select("query_id", "ndcg@10").iter_rows())
+    for row in rows:
+        if row["config_id"] == "better":
+            assert row["difference"] == better[row["query_id"]] - base[row["query_id"]]
+    with pytest.raises(InputError, match="unknown baseline"):
+        plots.difference_table(PER_QUERY, "nope", "ndcg@10")
+
+
+def test_recall_curve_comes_from_the_engine_and_never_decreases():
+    qrels = pl.DataFrame({"query_id": ["1", "1", "1", "2"], "doc_id": ["a", "b", "c", "d"], "grade": [1, 2, 0, 1]})
+    docs = [f"x{i}" for i in range(8)] + ["a", "d", "b"]
+    run = pl.DataFrame({"query_id": ["1"] * len(docs) + ["2"] * 3, "doc_id": docs + ["d", "y", "z"],
+                        "score": list(np.linspace(1, 0, len(docs))) + [0.9, 0.5, 0.1]})
+    rows = plots.recall_curve_table({"r": run}, qrels, Contract(), max_k=12)
+    values = [r["recall"] for r in rows]
+    assert [r["k"] for r in rows] == list(range(1, 13))
+    assert all(b >= a for a, b in zip(values, values[1:]))
+    engine = evaluate(qrels, run, ["recall@1", "recall@9", "recall@11"], Contract()).mean
+    assert values[0] == engine["recall@1"] and values[8] == engine["recall@9"] and values[10] == engine["recall@11"]
+    assert values[0] == 0.5 and values[-1] == 1.0  # query 2 finds d at rank 1; query 1 needs rank 11
+    with pytest.raises(InputError):
+        plots.recall_curve_table({"r": run}, qrels, Contract(), max_k=0)
+
+
+def test_quality_cost_table_reads_the_ops_of_every_configuration():
+    configs = {"a": {"ndcg@10": 0.5, "ops": {"index_bytes": 2_500_000, "chunks_per_s": 10.0, "latency_ms_p95": 3}},
+               "bm25": {"ndcg@10": 0.4, "ops": {"index_bytes": 1_000}}}
+    rows = plots.quality_cost_table(configs, "ndcg@10")
+    assert rows[0] == {"config_id": "a", "metric": "ndcg@10", "quality": 0.5, "index_mb": 2.5, "chunks_per_s": 10.0,
+                       "latency_ms_p95": 3.0}
+    assert rows[1]["chunks_per_s"] is None and rows[1]["index_mb"] == 0.001
+    with pytest.raises(InputError, match="has no map"):
+        plots.quality_cost_table(configs, "map")
+
+
+# --------------------------------------------------------------------------- specs and templates
+
+def tables():
+    return {"ndcg_ci": plots.interval_table(PER_QUERY, "ndcg@10", n_resamples=500),
+            "recall_curve": [{"config_id": c, "k": k, "recall": k / 10} for c in ("a", "b") for k in range(1, 11)],
+            "quality_cost": [{"config_id": "a", "metric": "ndcg@10", "quality": 0.5, "index_mb": 1.0,
+                              "chunks_per_s": 5.0, "latency_ms_p95": 2.0},
+                             {"config_id": "b", "metric": "ndcg@10", "quality": 0.4, "index_mb": 0.4,
+                              "chunks_per_s": None, "latency_ms_p95": 0.1}],
+            "difference_hist": plots.difference_table(PER_QUERY, "base", "ndcg@10")}
+
+
+def _fields(node):
+    if isinstance(node, dict):
+        if isinstance(node.get("field"), str):
+            yield node["field"]
+        for value in node.values():
+            yield from _fields(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _fields(value)
+
+
+def test_specs_inline_their_data_and_encode_only_fields_the_rows_have():
+    data = tables()
+    specs = plots.vega_specs(data, "ndcg@10", "base")
+    assert set(specs) == set(plots.PLOTS)
+    for name, spec in specs.items():
+        assert spec["$schema"].endswith("vega-lite/v5.json")
+        assert spec["data"]["values"] == data[name]
+        columns = set().union(*(row.keys() for row in data[name]))
+        assert set(_fields(spec)) <= columns, name
+        json.dumps(spec, allow_nan=False)
+
+
+def test_committed_dvc_templates_are_the_ones_this_module_defines():
+    folder = ROOT / "dvc_plots" / "templates"
+    committed = {p.stem: json.loads(p.read_text()) for p in folder.glob("*.json")}
+    assert committed == plots.dvc_templates()
+    for name, template in committed.items():
+        text = json.dumps(template)
+        for anchor in ("<DVC_METRIC_DATA>", "<DVC_METRIC_X>", "<DVC_METRIC_TITLE>"):
+            assert anchor in text, (name, anchor)
+    definitions = {k: v for entry in plots.dvc_plot_definitions() for k, v in entry.items()}
+    assert {Path(d["template"]).stem for d in definitions.values()} == set(committed)
+
+
+def test_committed_offline_template_inlines_vega_and_loads_nothing():
+    text = (ROOT / "dvc_plots" / "offline.html").read_text()
+    assert plots.check_offline_template(text) == []
+    assert "cdn.jsdelivr" not in text and not re.search(r"<script[^>]*src=", text)
+    assert len(text) > 500_000  # vega + vega-lite + vega-embed, not a stub
+    cdn = text.replace("</head>", '<script src="https://cdn.jsdelivr.net/npm/vega@5"></script></head>')
+    assert any("URL" in p for p in plots.check_offline_template(cdn))
+    assert plots.check_offline_template("<html>{scripts}{plot_divs}</html>")  # DVC would add CDN tags
+    readme = (ROOT / "dvc_plots" / "README.md").read_text()
+    for name, version in plots.VENDORED.items():
+        assert f"{name}@{version}" in readme
+
+
+def test_dvc_yaml_plots_are_the_ones_this_module_defines():
+    import yaml
+
+    pipeline = yaml.safe_load((Path(__file__).resolve().parents[1] / "dvc.yaml").read_text())
+    assert pipeline["plots"] == plots.dvc_plot_definitions()
+    outs = [next(iter(o)) if isinstance(o, dict) else o for o in pipeline["stages"]["report"]["outs"]]
+    assert "reports/plots" in outs and all(Path(p).stem in plots.PLOTS for d in plots.dvc_plot_definitions()
+                                            for v in d.values() for p in v["y"])
+
+
+def test_offline_template_refuses_scripts_it_cannot_inline():
+    scripts = {"vega": "var vega = 1;", "vega-lite": "var vegaLite = 2;", "vega-embed": "var e = '</script>';"}
+    with pytest.raises(InputError, match="vega-embed"):
+        plots.offline_template(scripts)
+    page = plots.offline_template({**scripts, "vega-embed": "function vegaEmbed() {}\n//# sourceMappingURL=x.map"})
+    assert "sourceMappingURL" not in page and "{plot_divs}" in page and "{scripts}" not in page
+
+
+def test_html_page_fills_the_template_with_one_chart_per_plot():
+    template = (ROOT / "dvc_plots" / "offline.html").read_text()
+    specs = plots.vega_specs(tables(), "ndcg@10", "base")
+    page = plots.html_page(template, specs, "a <report>", images={"ndcg_ci": "plots/ndcg_ci.png"})
+    assert "{plot_divs}" not in page and "{refresh_tag}" not in page
+    assert page.count("vegaEmbed('#plot-") == 4 and "<title>a &lt;report&gt;</title>" in page
+    assert 'href="plots/ndcg_ci.png"' in page
+    with pytest.raises(InputError, match="offline.html"):
+        plots.html_page("<html>{plot_divs}</html>", specs, "t")
+
+
+# --------------------------------------------------------------------------- PNGs
+
+def _ink(png: bytes) -> float:
+    from PIL import Image
+
+    image = np.asarray(Image.open(io.BytesIO(png)).convert("L"))
+    return float((image < 200).mean())
+
+
+@pytest.mark.parametrize("name", plots.PLOTS)
+def test_each_plot_renders_as_a_png_with_marks(name):
+    data = tables()
+    png = plots.render_png(name, data[name], "ndcg@10", "base")
+    assert png.startswith(b"\x89PNG\r\n\x1a\n")
+    assert _ink(png) > 0.01
+    assert png == plots.render_png(name, data[name], "ndcg@10", "base")  # same data, same bytes
+
+
+def test_png_changes_with_the_data_and_unknown_plots_are_refused():
+    data = tables()
+    moved = [{**row, "mean": row["mean"] / 2, "low": row["low"] / 2, "high": row["high"] / 2} for row in data["ndcg_ci"]]
+    assert plots.render_png("ndcg_ci", moved, "ndcg@10", "base") != plots.render_png("ndcg_ci", data["ndcg_ci"],
+                                                                                        "ndcg@10", "base")
+    with pytest.raises(InputError, match="unknown plot"):
+        plots.render_png("pie", [], "ndcg@10", "base")
+
+
+# --------------------------------------------------------------------------- on a real pipeline
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    from test_audit import shared_project
+
+    return shared_project(tmp_path_factory.mktemp("shared"))
+
+
+@pytest.mark.slow
+def test_report_stage_writes_plot_data_that_agrees_with_the_scores(project):
+    metrics = json.loads((project / "reports" / "metrics.json").read_text())
+    folder = project / "reports" / "plots"
+    for name in plots.PLOTS:
+        assert json.loads((folder / f"{name}.json").read_text()), name
+        assert _ink((folder / f"{name}.png").read_bytes()) > 0.01, name
+    intervals = {r["config_id"]: r for r in json.loads((folder / "ndcg_ci.json").read_text())}
+    assert set(intervals) == set(metrics["configs"])
+    for cid, row in intervals.items():
+        assert row["mean"] == pytest.approx(metrics["configs"][cid]["ndcg@10"], abs=1e-12)
+        assert row["low"] <= row["mean"] <= row["high"]
+    curve = json.loads((folder / "recall_curve.json").read_text())
+    at_100 = {r["config_id"]: r["recall"] for r in curve if r["k"] == 100}
+    assert at_100 == {cid: row["recall@100"] for cid, row in metrics["configs"].items()}
+    differences = json.loads((folder / "difference_hist.json").read_text())
+    assert {r["baseline"] for r in differences} == {"minilm/c256"}
+    report = (project / "reports" / "report.md").read_text()
+    for heading in ("## Grid", "## Against the baseline `minilm/c256`", "## Slices", "## Worst queries",
+                    "## Evaluation card", "## Warnings"):
+        assert heading in report, heading
+    assert "1. candidate bm25/c256 vs baseline minilm/c256" in report and "judged@10 = " in report
+    assert "truncated at minilm's max_seq_length" in report
+    status = run(["dvc", "status"], project)
+    assert "up to date" in status.stdout, status.stdout
+
+
+def _chromium(*args):
+    return subprocess.run([CHROMIUM, *CHROMIUM_FLAGS, *args], capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.slow
+@needs_chromium
+def test_report_page_renders_every_chart_offline(project):
+    dom = _chromium("--dump-dom", (project / "reports" / "report.html").as_uri()).stdout
+    for name in plots.PLOTS:
+        start = dom.index(f'id="plot-{name}"')
+        end = dom.find('id="plot-', start + 10)
+        chunk = dom[start:end if end > 0 else len(dom)]
+        assert "<svg" in chunk, name
+        assert chunk.count('role="graphics-symbol"') >= 4, name  # marks drawn, not an empty frame
+
+
+def _screenshot_ink(page: Path, shot: Path) -> float:
+    _chromium("--window-size=1000,2400", f"--screenshot={shot}", page.as_uri())
+    return _ink(shot.read_bytes())
+
+
+@pytest.mark.slow
+@needs_chromium
+def test_dvc_plots_show_renders_offline_with_the_committed_template(project, tmp_path):
+    ours = tmp_path / "offline"
+    run(["dvc", "plots", "show", "--html-template", "dvc_plots/offline.html", "-o", str(ours)], project)
+    page = ours / "index.html"
+    assert page.read_text().count("vegaEmbed('#") == 4
+    dom = _chromium("--dump-dom", page.as_uri()).stdout
+    assert dom.count("<canvas") == 4  # one drawn chart per plot (DVC embeds with the canvas renderer)
+    rendered = _screenshot_ink(page, tmp_path / "ours.png")
+    # Control: DVC's own page loads Vega from a CDN, which this browser cannot reach: blank.
+    cdn = tmp_path / "cdn"
+    run(["dvc", "plots", "show", "-o", str(cdn)], project)
+    blank = _screenshot_ink(cdn / "index.html", tmp_path / "cdn.png")
+    assert blank < 0.001 and rendered > 0.005, (blank, rendered)
