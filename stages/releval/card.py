@@ -239,7 +239,10 @@ def build_card(*, contract: Mapping[str, Any], dataset: Mapping[str, Any], judgm
 
 def declared_protocol(model_cfg: Mapping[str, Any]) -> dict[str, Any]:
     keys = ("query_prompt", "document_prompt", "asymmetric", "normalize", "max_seq_length", "dtype")
-    return {key: model_cfg.get(key) for key in keys if key in model_cfg}
+    declared = {key: model_cfg.get(key) for key in keys if key in model_cfg}
+    # Running a model's own code is a trust decision: the card always says which way it went.
+    declared["trust_remote_code"] = bool(model_cfg.get("trust_remote_code", False))
+    return declared
 
 
 def identity(card: Mapping[str, Any]) -> dict[str, Any]:
