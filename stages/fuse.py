@@ -1,11 +1,13 @@
 """DVC stage `fuse@<fusion>-<model>-<chunking>`: fuse a dense run with the BM25 run of the same chunking."""
 
 import argparse
+import dataclasses
 from pathlib import Path
 
 from releval import runs
-from releval.config import load_params, section
-from releval.fusion import fuse
+from releval.config import build, load_params, section
+from releval.errors import InputError
+from releval.fusion import FusionConfig, fuse
 from releval.stage import entry
 
 
@@ -16,12 +18,15 @@ def main() -> None:
     parser.add_argument("--chunking", required=True)
     parser.add_argument("--runs-root", default="data/work/runs")
     args = parser.parse_args()
-    cfg = section(load_params(), f"fusions.{args.fusion}")
+    where = f"fusions.{args.fusion}"
+    config = build(FusionConfig, section(load_params(), where), where=where)
     root = Path(args.runs_root)
     dense, dense_meta = runs.read_run(root / "dense" / args.model / args.chunking)
     bm25, bm25_meta = runs.read_run(root / "bm25" / args.chunking)
-    fused = fuse({"dense": dense, "bm25": bm25}, method=cfg["method"], k=float(cfg["k"]),
-                 weights=dict(cfg["weights"]), normalization=cfg["normalization"], depth=int(cfg["depth"]))
+    try:
+        fused = fuse({"dense": dense, "bm25": bm25}, config)
+    except InputError as exc:  # e.g. a weight missing for one input: name the fusion's own key
+        raise InputError(exc.detail, file="params.yaml", field=f"{where}.{exc.field}") from None
     ops = {key: dense_meta["ops"][key] for key in ("dimension", "chunks_per_s", "tokens_per_s", "truncation_rate",
                                                   "truncated_token_share")}
     ops["index_bytes"] = dense_meta["ops"]["index_bytes"] + bm25_meta["ops"]["index_bytes"]
@@ -30,7 +35,7 @@ def main() -> None:
         ops[key] = dense_meta["ops"][key] + bm25_meta["ops"][key]
     meta = {
         "config_id": runs.fused_id(args.fusion, args.model, args.chunking), "kind": "fused",
-        "model": args.model, "chunking": args.chunking, "fusion": {"name": args.fusion, **dict(cfg)},
+        "model": args.model, "chunking": args.chunking, "fusion": {"name": args.fusion, **dataclasses.asdict(config)},
         "inputs": [dense_meta["config_id"], bm25_meta["config_id"]],
         "ops": ops, "models": dense_meta["models"], "queries": dense_meta["queries"],
     }

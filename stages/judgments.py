@@ -26,11 +26,16 @@ def main() -> None:
     args = parser.parse_args()
     params = load_params()
     dataset, judgments = section(params, "dataset"), section(params, "judgments")
+    subset = dataset.get("subset") or {}
     docs = pl.read_parquet(args.docs, columns=["doc_id", "text"])
     doc_ids = docs["doc_id"]
     query_ids = pl.read_parquet(args.queries, columns=["query_id"])["query_id"]
     if judgments["format"] == "releval":
-        judgment_set = load_version(judgments["path"], query_ids=query_ids.to_list(), doc_lengths=doc_lengths(docs))
+        # A declared subset leaves judged documents/queries outside it: those are dropped and
+        # counted below, so only a full dataset checks references (and spans) here.
+        full = subset.get("docs") is None and subset.get("queries") is None
+        judgment_set = load_version(judgments["path"], query_ids=query_ids.to_list() if full else None,
+                                    doc_lengths=doc_lengths(docs) if full else None)
         if judgment_set.version != str(judgments["version"]):
             raise InputError(f"the set in {judgments['path']} is version {judgment_set.version!r}",
                              file="params.yaml", field="judgments.version")
@@ -40,7 +45,6 @@ def main() -> None:
         qrels = read_judgments(judgments["path"], judgments["format"])
         provenance = {"source_sha256": io.sha256_file(judgments["path"]),
                       "scale": {str(k): v for k, v in judgments.get("scale", {}).items()}}
-    subset = dataset.get("subset") or {}
     unknown_docs = qrels.filter(~pl.col("doc_id").is_in(doc_ids.implode()))
     if unknown_docs.height and subset.get("docs") is None:
         first = unknown_docs.row(0, named=True)

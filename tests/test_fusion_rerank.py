@@ -11,7 +11,7 @@ import pytest
 from releval import runs
 from releval.dense import IndexConfig, build_index, recall_against_exact, search
 from releval.errors import InputError
-from releval.fusion import fuse, normalize_per_query, reciprocal_rank_fusion, score_fusion
+from releval.fusion import FusionConfig, fuse, normalize_per_query, reciprocal_rank_fusion, score_fusion
 from releval.rerank import rerank_top_n
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -77,11 +77,15 @@ def test_score_fusion_gives_missing_candidates_the_query_floor():
     assert fused["a#0-1"] == pytest.approx(0.5 * 1.0 + 0.5 * 2 / 11)
 
 
-def test_fuse_rejects_unknown_method_and_missing_weight():
-    with pytest.raises(InputError, match="fusion.method"):
-        fuse({"dense": DENSE}, "borda", 60, None, "none", 10)
-    with pytest.raises(InputError, match="fusion.weights"):
+def test_fusion_config_rejects_unknown_method_and_missing_weight():
+    with pytest.raises(InputError, match="method"):
+        FusionConfig(method="borda")
+    with pytest.raises(InputError, match="normalization"):
+        FusionConfig(method="score", normalization="none")
+    with pytest.raises(InputError, match="weights"):
         reciprocal_rank_fusion({"dense": DENSE, "bm25": BM25}, weights={"dense": 1.0})
+    assert fuse({"dense": DENSE, "bm25": BM25}, FusionConfig(method="rrf")).equals(
+        reciprocal_rank_fusion({"dense": DENSE, "bm25": BM25}))
 
 
 def test_rerank_reorders_head_and_keeps_tail_below():

@@ -277,15 +277,20 @@ def _screenshot_ink(page: Path, shot: Path) -> float:
 @pytest.mark.slow
 @needs_chromium
 def test_dvc_plots_show_renders_offline_with_the_committed_template(project, tmp_path):
+    # No flag: .dvc/config names the offline template, so a plain `dvc plots show` uses it.
     ours = tmp_path / "offline"
-    run(["dvc", "plots", "show", "--html-template", "dvc_plots/offline.html", "-o", str(ours)], project)
+    run(["dvc", "plots", "show", "-o", str(ours)], project)
     page = ours / "index.html"
     assert page.read_text().count("vegaEmbed('#") == 4
     dom = _chromium("--dump-dom", page.as_uri()).stdout
     assert dom.count("<canvas") == 4  # one drawn chart per plot (DVC embeds with the canvas renderer)
     rendered = _screenshot_ink(page, tmp_path / "ours.png")
-    # Control: DVC's own page loads Vega from a CDN, which this browser cannot reach: blank.
+    # Control: DVC's built-in page loads Vega from a CDN, which this browser cannot reach: blank.
+    from dvc_render.html import PAGE_HTML
+
+    default_template = tmp_path / "dvc_default.html"
+    default_template.write_text(PAGE_HTML)
     cdn = tmp_path / "cdn"
-    run(["dvc", "plots", "show", "-o", str(cdn)], project)
+    run(["dvc", "plots", "show", "--html-template", str(default_template), "-o", str(cdn)], project)
     blank = _screenshot_ink(cdn / "index.html", tmp_path / "cdn.png")
     assert blank < 0.001 and rendered > 0.005, (blank, rendered)

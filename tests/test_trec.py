@@ -137,7 +137,7 @@ def test_unreadable_files(tmp_path):
     path.write_bytes(b"q1 Q0 d1 1 1 t\nq1 Q0 caf\xe9 2 1 t\n")
     with pytest.raises(InputError, match="not UTF-8") as caught:
         read_run(path)
-    assert_input_error(caught, path, 2, None)
+    assert_input_error(caught, path, 2, "encoding")
 
 
 # --- JSONL ------------------------------------------------------------------------------------

@@ -327,6 +327,8 @@ def _json_id(obj: dict, keys: tuple[str, ...], path: Path, number: int) -> tuple
     if not isinstance(value, str) or not value.strip():
         raise InputError(f"expected a non-empty string or integer id, found {value!r}",
                          file=str(path), line=number, field=key)
+    if any(ch.isspace() for ch in value):  # no TREC line could carry it: refuse now, not after encoding
+        raise InputError(f"id {value!r} contains whitespace", file=str(path), line=number, field=key)
     return key, value
 
 
@@ -382,7 +384,7 @@ def _folder_records(root: Path) -> list[_Record]:
         path = root / relative
         text = _read_text(path)
         title = _markdown_title(text) if path.suffix.lower() == ".md" else ""
-        doc_id = relative.rsplit(".", 1)[0]
+        doc_id = re.sub(r"\s", "_", relative.rsplit(".", 1)[0])  # ids never hold whitespace (TREC)
         records.append(_Record(doc_id, title, text, str(path), 1, "path"))
     return records
 
@@ -485,11 +487,14 @@ def _smart_qrels_rows(path: Path, grade_map: Mapping[int, int]) -> list[tuple[st
     return rows
 
 
+_ASCII_INT = re.compile(r"[+-]?[0-9]+")
+
+
 def _parse_int(value: str, path: Path, number: int, field: str) -> int:
-    try:
-        return int(value)
-    except ValueError:
-        raise InputError(f"expected an integer, found {value!r}", file=str(path), line=number, field=field) from None
+    # int() would also take '1_0' (= 10) and non-ASCII digits; a judgment file means neither.
+    if not _ASCII_INT.fullmatch(value):
+        raise InputError(f"expected an integer, found {value!r}", file=str(path), line=number, field=field)
+    return int(value)
 
 
 def _map_grade(code: int, grade_map: Mapping[int, int], path: Path, number: int, field: str) -> int:

@@ -2,19 +2,46 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import polars as pl
 
 from releval.errors import InputError
 from releval.runs import rank_by_score
 
 KEY = ["query_id", "chunk_id", "doc_id"]
+METHODS = ("rrf", "score")
+NORMALIZATIONS = ("none", "minmax", "zscore")
+
+
+@dataclasses.dataclass(frozen=True)
+class FusionConfig:
+    """One fusion rule as declared under ``fusions.<name>`` (built with releval.config.build)."""
+
+    method: str
+    k: float = 60.0
+    weights: dict[str, float] | None = None
+    normalization: str = "none"
+    depth: int = 1000
+
+    def __post_init__(self):
+        if self.method not in METHODS:
+            raise InputError(f"unknown fusion method {self.method!r}; expected one of {METHODS}", field="method")
+        if self.normalization not in NORMALIZATIONS:
+            raise InputError(f"expected one of {NORMALIZATIONS}", field="normalization")
+        if self.method == "score" and self.normalization == "none":
+            raise InputError("score fusion needs minmax or zscore normalisation", field="normalization")
+        if not isinstance(self.k, (int, float)) or self.k <= 0:
+            raise InputError("must be a positive number", field="k")
+        if isinstance(self.depth, bool) or not isinstance(self.depth, int) or self.depth <= 0:
+            raise InputError("must be a positive integer", field="depth")
 
 
 def reciprocal_rank_fusion(runs: dict[str, pl.DataFrame], k: float = 60.0,
                            weights: dict[str, float] | None = None, depth: int = 1000) -> pl.DataFrame:
     """Σ_runs weight / (k + rank) over each run's top ``depth``; equal weights give plain RRF."""
     if k <= 0:
-        raise InputError("must be positive", field="fusion.k")
+        raise InputError("must be positive", field="k")
     parts = []
     for name, run in runs.items():
         weight = _weight(weights, name)
@@ -34,8 +61,7 @@ def normalize_per_query(run: pl.DataFrame, method: str) -> pl.DataFrame:
         sd = s.std(ddof=0).over("query_id")
         norm = pl.when(sd > 0).then((s - s.mean().over("query_id")) / sd).otherwise(0.0)
     else:
-        raise InputError(f"unknown normalization {method!r}; expected minmax or zscore",
-                         field="fusion.normalization")
+        raise InputError(f"unknown normalization {method!r}; expected minmax or zscore", field="normalization")
     return run.with_columns(norm.alias("score"))
 
 
@@ -57,20 +83,16 @@ def score_fusion(runs: dict[str, pl.DataFrame], weights: dict[str, float] | None
     return rank_by_score(total)
 
 
-def fuse(runs: dict[str, pl.DataFrame], method: str, k: float, weights: dict[str, float] | None,
-         normalization: str, depth: int) -> pl.DataFrame:
-    if depth <= 0:
-        raise InputError("must be positive", field="fusion.depth")
-    if method == "rrf":
-        return reciprocal_rank_fusion(runs, k=k, weights=weights, depth=depth)
-    if method == "score":
-        return score_fusion(runs, weights=weights, normalization=normalization, depth=depth)
-    raise InputError(f"unknown fusion method {method!r}; expected rrf or score", field="fusion.method")
+def fuse(runs: dict[str, pl.DataFrame], config: FusionConfig) -> pl.DataFrame:
+    weights = dict(config.weights) if config.weights is not None else None
+    if config.method == "rrf":
+        return reciprocal_rank_fusion(runs, k=float(config.k), weights=weights, depth=config.depth)
+    return score_fusion(runs, weights=weights, normalization=config.normalization, depth=config.depth)
 
 
 def _weight(weights: dict[str, float] | None, name: str) -> float:
     if weights is None:
         return 1.0
     if name not in weights:
-        raise InputError(f"no weight for input {name!r}", field="fusion.weights")
+        raise InputError(f"no weight for input {name!r}", field="weights")
     return float(weights[name])

@@ -108,9 +108,17 @@ class Contract:
         return cls(**{key: value for key, value in terms.items() if key in fields})
 
 
+METRIC_SECTION_KEYS = ("metrics", "primary", "collapse")  # the params.yaml `metric` keys that are not contract terms
+
+
 def contract_from_params(metric_cfg: Mapping[str, Any]) -> Contract:
-    """The contract declared by params.yaml's ``metric`` section (unrelated keys ignored)."""
+    """The contract declared by params.yaml's ``metric`` section; a misspelt term is an error,
+    never a silent default."""
     fields = {f.name for f in dataclasses.fields(Contract)}
+    unknown = sorted(set(metric_cfg) - fields - set(METRIC_SECTION_KEYS))
+    if unknown:
+        raise InputError(f"unknown key(s) {unknown}; contract terms: {sorted(fields)}",
+                         file="params.yaml", field=f"metric.{unknown[0]}")
     return Contract(**{key: metric_cfg[key] for key in fields if key in metric_cfg})
 
 

@@ -135,9 +135,11 @@ def _json_type(value: Any) -> str:
 # --------------------------------------------------------------------------- first pass: JSON types
 
 def _id_value(value: Any) -> str | None:
+    """An id as text; ids holding whitespace are refused here, at import, because a TREC line
+    (and so every exported run) cannot carry them."""
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
-    if isinstance(value, str):
+    if isinstance(value, str) and not any(ch.isspace() for ch in value):
         return value
     return None
 
@@ -191,15 +193,15 @@ def _str(value: Any) -> str | None:
 
 
 _QUERY_CONVERTERS = {
-    "query_id": (_id_value, "a non-empty string"),
+    "query_id": (_id_value, "a non-empty string without whitespace"),
     "text": (_str, "a string"),
     "split": (_str, "a string: dev or holdout"),
     "slices": (_string_list, "a list of strings"),
     "must_never_break": (_bool, "true or false"),
 }
 _JUDGMENT_CONVERTERS = {
-    "query_id": (_id_value, "a non-empty string"),
-    "doc_id": (_id_value, "a non-empty string"),
+    "query_id": (_id_value, "a non-empty string without whitespace"),
+    "doc_id": (_id_value, "a non-empty string without whitespace"),
     "grade": (_int_value, "an integer grade"),
     "annotator": (_str, "a non-empty string"),
     "span_start": (_int_value, "an integer character offset"),

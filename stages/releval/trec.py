@@ -100,11 +100,13 @@ def _read_text(path: Path) -> str:
         try:
             data = gzip.decompress(data)
         except (OSError, EOFError) as exc:
-            raise InputError(f"not a readable gzip file: {exc}", file=str(path)) from exc
+            raise InputError(f"not a readable gzip file: {exc}", file=str(path), field="encoding") from exc
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8-sig")  # a BOM would otherwise stick to the first query id
     except UnicodeDecodeError as exc:
-        raise InputError("not UTF-8 text", file=str(path), line=data.count(b"\n", 0, exc.start) + 1) from exc
+        bom = 3 if data.startswith(b"\xef\xbb\xbf") else 0
+        raise InputError(f"not UTF-8 text (byte 0x{data[exc.start + bom]:02x})", file=str(path),
+                         line=data.count(b"\n", 0, exc.start + bom) + 1, field="encoding") from exc
 
 
 def _read_trec(path: Path, columns: tuple[str, ...], value_field: str) -> tuple[pl.DataFrame, np.ndarray]:
