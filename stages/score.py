@@ -1,10 +1,12 @@
 """DVC stage `score`: every run → document level → metrics under one declared contract.
 
+Writes reports/metrics.json (a DVC metrics file: per configuration, quality and operational
+figures, with the contract beside them), reports/per_query.parquet, reports/grid.md, and a TREC
+run file per configuration under data/work/trec/.
+
 Holdout queries are sealed: scored only with `--split holdout|all`, run by hand (never as a
 DVC stage, whose run cache could replay an opening without logging it), and every opening is
-appended to reports/holdout_access.jsonl first. Writes reports/metrics.json (a DVC metrics file: per configuration, quality and operational
-figures, with the contract beside them), reports/per_query.parquet, reports/grid.md, and a
-TREC run file per configuration under data/work/trec/.
+appended to reports/holdout_access.jsonl first.
 """
 
 import argparse
@@ -14,9 +16,8 @@ from pathlib import Path
 
 import polars as pl
 
-from releval import io, runs
+from releval import holdout, io, runs
 from releval.config import load_params, section
-from releval import holdout
 from releval.metrics import contract_from_params, evaluate
 from releval.report import grid_markdown
 from releval.stage import entry, warn
