@@ -49,7 +49,7 @@ def main() -> None:
         "config_id": runs.bm25_id(args.chunking), "kind": "bm25", "chunking": args.chunking, "inputs": [],
         "bm25": {k: cfg[k] for k in ("k1", "b", "epsilon", "top_k")}, "tokenizer": dict(cfg["tokenizer"]),
         "ops": {"index_bytes": int(index.nbytes), "index_build_s": round(build_s, 3),
-                **runs.latency_summary(np.array(seconds))},
+                **runs.latency_summary(np.array(seconds)), "peak_rss_bytes": runs.peak_rss_bytes()},
         "models": {}, "top_k": int(cfg["top_k"]), "queries": queries.height,
     }
     runs.write_run(Path(args.out_root) / args.chunking, run, meta)

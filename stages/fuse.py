@@ -30,6 +30,8 @@ def main() -> None:
     ops = {key: dense_meta["ops"][key] for key in ("dimension", "chunks_per_s", "tokens_per_s", "truncation_rate",
                                                   "truncated_token_share")}
     ops["index_bytes"] = dense_meta["ops"]["index_bytes"] + bm25_meta["ops"]["index_bytes"]
+    # Serving both retrievers holds both in memory: the sum of their peaks bounds it.
+    ops["peak_rss_bytes"] = dense_meta["ops"]["peak_rss_bytes"] + bm25_meta["ops"]["peak_rss_bytes"]
     # Both retrievers run for every query; the sum of their medians approximates the fused median.
     for key in ("latency_ms_p50", "latency_ms_p95"):
         ops[key] = dense_meta["ops"][key] + bm25_meta["ops"][key]

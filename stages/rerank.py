@@ -60,7 +60,9 @@ def main() -> None:
         "config_id": runs.reranked_id(base_meta["config_id"], reranker_name), "kind": "reranked",
         "model": base_meta.get("model"), "chunking": base_meta["chunking"],
         "reranker": {"name": reranker_name, **dict(cfg)}, "inputs": [base_meta["config_id"]],
-        "ops": {**ops, "rerank_pairs": pairs.height, "rerank_s": round(seconds, 3)},
+        "ops": {**ops, "rerank_pairs": pairs.height, "rerank_s": round(seconds, 3),
+                # first stage and reranker are served together: their peaks add up
+                "peak_rss_bytes": ops.get("peak_rss_bytes", 0) + runs.peak_rss_bytes()},
         "models": {**base_meta["models"], **models}, "queries": base_meta["queries"],
     }
     runs.write_run(Path(args.runs_root) / "rerank" / args.name, reranked, meta)

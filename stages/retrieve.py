@@ -66,6 +66,7 @@ def main() -> None:
             "truncated_token_share": encode_stats["truncated_token_share"],
             "index_bytes": index_stats["index_bytes"], "index_build_s": index_stats["build_s"],
             f"ann_recall@{recall_k}": round(ann_recall, 6), **latencies,
+            "peak_rss_bytes": runs.peak_rss_bytes(),  # the query side: model, vectors and index loaded
         },
         "models": {args.model: {"revision": encode_stats["model_revision"],
                                 "weights_sha256": encode_stats["weights_sha256"],

@@ -81,6 +81,7 @@ def test_dense_ops_are_recorded(project):
     assert ops["chunks_per_s"] > 0 and ops["index_bytes"] > 0
     assert 0.0 <= ops["truncation_rate"] <= 1.0
     assert ops["ann_recall@10"] > 0.9
+    assert ops["peak_rss_bytes"] > 100 * 2**20  # the query side really holds a model
     assert ops["latency_ms_p95"] >= ops["latency_ms_p50"] > 0
 
 

@@ -84,6 +84,13 @@ def find_runs(root: str | Path) -> list[Path]:
     return sorted(p.parent for p in Path(root).rglob("run.json") if (p.parent / "run.parquet").exists())
 
 
+def peak_rss_bytes() -> int:
+    """This process's peak resident memory so far (Linux reports ru_maxrss in KiB)."""
+    import resource
+
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+
+
 def latency_summary(seconds: np.ndarray) -> dict[str, float]:
     ms = np.asarray(seconds, dtype=np.float64) * 1000.0
     return {"latency_ms_p50": float(np.percentile(ms, 50)), "latency_ms_p95": float(np.percentile(ms, 95))}
