@@ -50,14 +50,14 @@ def main() -> None:
     scored, split_terms = holdout.scoring_selection(
         queries, args.split, configs=[runs.read_meta(d)["config_id"] for d in run_dirs],
         command=["python", *sys.argv], log_path=args.holdout_log, source=args.queries)
-    qrels = qrels.filter(pl.col("query_id").is_in(scored["query_id"].implode()))
+    qrels = holdout.restrict(qrels, scored["query_id"])
     slices = _slices(scored)
 
     results, per_query = {}, []
     for run_dir in run_dirs:
         chunk_run, meta = runs.read_run(run_dir)
         doc_run = runs.collapse_to_documents(chunk_run)
-        scored_run = doc_run.filter(pl.col("query_id").is_in(scored["query_id"].implode()))
+        scored_run = holdout.restrict(doc_run, scored["query_id"])
         evaluation = evaluate(qrels, scored_run.select("query_id", "doc_id", "score"), metrics, contract,
                               slices=slices)
         cid = meta["config_id"]

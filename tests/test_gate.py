@@ -8,16 +8,7 @@ import polars as pl
 import pytest
 
 from releval import compare
-from test_compare import Project, constructed, git, qids
-
-
-@pytest.fixture
-def project(tmp_path) -> Project:
-    proj = Project(tmp_path / "proj")
-    ids = qids(60)
-    proj.write_reports(constructed(), ids)
-    proj.write_queries(ids)
-    return proj
+from test_compare import Project, constructed, git, project, qids  # noqa: F401  (project: the shared fixture)
 
 
 def gate(proj: Project, capsys, baseline: str, candidate: str, *extra: str):

@@ -214,32 +214,31 @@ def validate_pool_file(path: Path, context: _Context, judgment_set_dir: str | No
     return problems, f"filled pool {path}: {len(records)} graded rows, {ungraded} ungraded{scale_note}"
 
 
-def _looks_like_pool(path: Path) -> bool:
-    if path.suffix.lower() == ".csv":
-        return True
+def _first_record(path: Path) -> dict | None:
+    """The first non-blank line of a JSONL file as an object; None when it is not one."""
     try:
         with open(path, encoding="utf-8-sig") as fh:
             for line in fh:
                 if line.strip():
                     first = json.loads(line)
-                    return isinstance(first, dict) and "snippet" in first
+                    return first if isinstance(first, dict) else None
     except (OSError, ValueError):
-        return False
-    return False
+        return None
+    return None
+
+
+def _looks_like_pool(path: Path) -> bool:
+    if path.suffix.lower() == ".csv":
+        return True
+    first = _first_record(path)
+    return first is not None and "snippet" in first
 
 
 def _looks_like_judgments(path: Path) -> bool:
     if path.name == jmod.JUDGMENTS_NAME:
         return True
-    try:
-        with open(path, encoding="utf-8-sig") as fh:
-            for line in fh:
-                if line.strip():
-                    first = json.loads(line)
-                    return isinstance(first, dict) and "doc_id" in first and "grade" in first
-    except (OSError, ValueError):
-        return False
-    return False
+    first = _first_record(path)
+    return first is not None and "doc_id" in first and "grade" in first
 
 
 def validate_path(path: Path, *, corpus: str | None = None, corpus_format: str = "jsonl", queries: str | None = None,
