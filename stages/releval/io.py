@@ -2,15 +2,22 @@
 
 Every writer goes through :func:`atomic_path`: write to a temporary sibling, fsync, rename.
 A killed run therefore never leaves a partial file that a later stage would take as complete.
+
+Fault injection for tests: ``RELEVAL_FAULT=<point>@<path-suffix>`` makes the process SIGKILL itself
+when an atomic write's target (given or resolved, as a POSIX string) ends with ``<path-suffix>``.
+``before-rename``: the temporary file (fsynced) or directory is complete, nothing renamed yet.
+``mid-write``: a byte writer has flushed its first chunk (at most half) into the temporary file.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import io as _pyio
 import json
 import os
 import shutil
+import signal
 import tempfile
 from pathlib import Path
 from typing import Any, Iterator
@@ -32,6 +39,7 @@ def atomic_path(target: str | os.PathLike, *, directory: bool = False) -> Iterat
     try:
         yield tmp
         if directory:
+            _fault("before-rename", target)
             old = None
             if target.exists():
                 old = target.with_name(f".releval-old-{target.name}.{os.getpid()}")
@@ -42,6 +50,7 @@ def atomic_path(target: str | os.PathLike, *, directory: bool = False) -> Iterat
         else:
             with open(tmp, "rb+") as fh:
                 os.fsync(fh.fileno())
+            _fault("before-rename", target)
             os.replace(tmp, target)
     finally:
         if tmp.exists():
@@ -51,6 +60,32 @@ def atomic_path(target: str | os.PathLike, *, directory: bool = False) -> Iterat
                 tmp.unlink()
 
 
+def _fault(point: str, target: Path) -> None:
+    """SIGKILL this process if ``RELEVAL_FAULT`` names ``point`` and a suffix of ``target``."""
+    spec = os.environ.get("RELEVAL_FAULT")
+    if not spec:
+        return
+    want, sep, suffix = spec.partition("@")
+    if sep and want == point and (target.as_posix().endswith(suffix)
+                                  or target.resolve().as_posix().endswith(suffix)):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _write_chunked(target: str | os.PathLike, data) -> None:
+    """Write ``data`` atomically in at least two pieces (when it has two bytes), for ``mid-write``."""
+    target = Path(target)
+    view = memoryview(data).cast("B")
+    size = len(view)
+    chunk = min(1 << 20, max(1, -(-size // 2)))
+    with atomic_path(target) as tmp:
+        with open(tmp, "wb") as fh:
+            fh.write(view[:chunk])
+            fh.flush()
+            _fault("mid-write", target)
+            for start in range(chunk, size, chunk):
+                fh.write(view[start:start + chunk])
+
+
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
@@ -58,8 +93,7 @@ def _umask() -> int:
 
 
 def write_bytes(target: str | os.PathLike, data: bytes) -> None:
-    with atomic_path(target) as tmp:
-        tmp.write_bytes(data)
+    _write_chunked(target, data)
 
 
 def write_text(target: str | os.PathLike, text: str) -> None:
@@ -72,8 +106,9 @@ def write_json(target: str | os.PathLike, obj: Any) -> None:
 
 def write_parquet(target: str | os.PathLike, frame) -> None:
     """Write a polars DataFrame atomically (statistics off so identical data gives identical bytes)."""
-    with atomic_path(target) as tmp:
-        frame.write_parquet(tmp, statistics=False, compression="zstd")
+    buffer = _pyio.BytesIO()
+    frame.write_parquet(buffer, statistics=False, compression="zstd")
+    _write_chunked(target, buffer.getbuffer())
 
 
 def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
@@ -101,8 +136,9 @@ def _json_default(obj: Any) -> Any:
 def write_npy(target: str | os.PathLike, array) -> None:
     import numpy as np
 
-    with atomic_path(target) as tmp:
-        np.save(tmp, array, allow_pickle=False)
+    buffer = _pyio.BytesIO()
+    np.save(buffer, array, allow_pickle=False)
+    _write_chunked(target, buffer.getbuffer())
 
 
 def read_npy(path: str | os.PathLike):
