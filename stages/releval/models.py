@@ -16,7 +16,6 @@ import dataclasses
 import hashlib
 import importlib
 import json
-import os
 import time
 from pathlib import Path
 from typing import Any, Sequence
@@ -171,7 +170,8 @@ def token_lengths(model, texts: Sequence[str], prompt: str) -> np.ndarray:
 def encode(model, texts: Sequence[str], config: ModelConfig, role: str) -> np.ndarray:
     """Encode under the declared protocol: the role's prompt, normalisation and batch size."""
     prompt = config.query_prompt if role == "query" else config.document_prompt
-    kwargs = dict(prompt=prompt or None, batch_size=config.batch_size,
+    # "" is passed as such: None would let a folder's default_prompt_name add a prompt nobody declared.
+    kwargs = dict(prompt=prompt, batch_size=config.batch_size,
                   normalize_embeddings=config.normalize, convert_to_numpy=True, show_progress_bar=False)
     if len(config.devices) > 1:
         pool = model.start_multi_process_pool(list(config.devices))
@@ -190,9 +190,3 @@ def timed_encode(model, texts: Sequence[str], config: ModelConfig, role: str) ->
     return vectors, time.perf_counter() - start
 
 
-def offline_environment() -> None:
-    """Nothing is fetched from a model hub at run time."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import warnings
 from typing import Callable
@@ -11,8 +12,6 @@ from releval.errors import InputError
 
 def entry(main: Callable[[], None]) -> None:
     """Run a stage; bad input exits 2 with a one-line message, and outputs stay untouched."""
-    from releval.models import offline_environment
-
     offline_environment()
     warnings.simplefilter("default")
     try:
@@ -20,6 +19,14 @@ def entry(main: Callable[[], None]) -> None:
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(2)
+
+
+def offline_environment() -> None:
+    """Nothing is fetched from a model hub at run time."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
 
 
 def warn(message: str) -> None:
