@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from releval import runs
+from releval import holdout, runs
 from releval.bm25 import BM25Index, TokenizerConfig, tokenize
 from releval.config import build, load_params, section
 from releval.stage import entry
@@ -26,12 +26,13 @@ def main() -> None:
     parser.add_argument("--queries", default="data/work/queries.parquet")
     parser.add_argument("--chunks-dir", default="data/work/chunks")
     parser.add_argument("--out-root", default="data/work/runs/bm25")
+    holdout.add_split_argument(parser)
     args = parser.parse_args()
     cfg = section(load_params(), "retriever.bm25")
     tokenizer = build(TokenizerConfig, cfg["tokenizer"], where="retriever.bm25.tokenizer")
     chunks = pl.read_parquet(Path(args.chunks_dir) / f"{args.chunking}.parquet",
                              columns=["chunk_id", "doc_id", "text"])
-    queries = pl.read_parquet(args.queries)
+    queries = holdout.select_queries(pl.read_parquet(args.queries), args.split, source=args.queries)
     start = time.perf_counter()
     index = BM25Index.build([tokenize(t, tokenizer) for t in chunks["text"].to_list()],
                             k1=float(cfg["k1"]), b=float(cfg["b"]), epsilon=float(cfg["epsilon"]))

@@ -3,13 +3,16 @@
 Judged documents that are not in the corpus are an error, unless the dataset is a declared
 subset of a larger corpus: then they are dropped, counted and recorded (IDCG must only count
 documents a system could retrieve).
+
+The sealed holdout stays sealed: only the dev queries' judgments are written. The holdout's are
+read only by `releval holdout` (``--split holdout``), which logs the opening first.
 """
 
 import argparse
 
 import polars as pl
 
-from releval import io
+from releval import holdout, io
 from releval.config import load_params, section
 from releval.corpus import read_judgments
 from releval.judgments import doc_lengths, load_version
@@ -23,13 +26,16 @@ def main() -> None:
     parser.add_argument("--queries", default="data/work/queries.parquet")
     parser.add_argument("--out", default="data/work/qrels.parquet")
     parser.add_argument("--meta", default="data/work/judgments.json")
+    holdout.add_split_argument(parser)
     args = parser.parse_args()
     params = load_params()
     dataset, judgments = section(params, "dataset"), section(params, "judgments")
     subset = dataset.get("subset") or {}
     docs = pl.read_parquet(args.docs, columns=["doc_id", "text"])
     doc_ids = docs["doc_id"]
-    query_ids = pl.read_parquet(args.queries, columns=["query_id"])["query_id"]
+    queries = pl.read_parquet(args.queries)
+    query_ids = queries["query_id"]
+    selected = holdout.select_queries(queries, args.split, source=args.queries)["query_id"]
     if judgments["format"] == "releval":
         # A declared subset leaves judged documents/queries outside it: those are dropped and
         # counted below, so only a full dataset checks references (and spans) here.
@@ -56,17 +62,20 @@ def main() -> None:
         first = outside_queries.row(0, named=True)
         raise InputError(f"{outside_queries.height} judgment(s) name queries not in the query set "
                          f"(first: query {first['query_id']})", file=judgments["path"], field="query_id")
-    kept = qrels.filter(pl.col("doc_id").is_in(doc_ids.implode()) & pl.col("query_id").is_in(query_ids.implode()))
+    known = qrels.filter(pl.col("doc_id").is_in(doc_ids.implode()) & pl.col("query_id").is_in(query_ids.implode()))
+    kept = known.filter(pl.col("query_id").is_in(selected.implode()))
     if unknown_docs.height:
         warn(f"judgments: dropped {unknown_docs.height} judgments of documents outside the corpus subset")
     io.write_parquet(args.out, kept)
     io.write_json(args.meta, {
         "version": str(judgments["version"]),
         "source": judgments["path"],
+        "split": holdout.contract_split(queries, args.split),
         **provenance,
         "counts": {"judgments": kept.height, "queries_judged": kept["query_id"].n_unique(),
                    "dropped_outside_corpus_subset": unknown_docs.height,
                    "dropped_outside_query_subset": outside_queries.height,
+                   "sealed_outside_split": known.height - kept.height,
                    "grades": {str(g): n for g, n in kept.group_by("grade").len().sort("grade").iter_rows()}},
     })
     print(f"judgments {judgments['version']}: {kept.height} judgments")

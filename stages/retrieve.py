@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from releval import io, runs
+from releval import holdout, io, runs
 from releval.config import load_params, section
 from releval.dense import IndexConfig, recall_against_exact, restore_index, search
 from releval.models import ModelConfig, encode, load_sentence_transformer, read_manifest
@@ -31,12 +31,13 @@ def main() -> None:
     parser.add_argument("--emb-root", default="data/work/emb")
     parser.add_argument("--index-root", default="data/work/index")
     parser.add_argument("--out-root", default="data/work/runs/dense")
+    holdout.add_split_argument(parser)
     args = parser.parse_args()
     params = load_params()
     config = ModelConfig.from_params(args.model, section(params, f"models.{args.model}"))
     index_config = IndexConfig.from_params(section(params, "retriever.index"))
     dense = section(params, "retriever.dense")
-    queries = pl.read_parquet(args.queries)
+    queries = holdout.select_queries(pl.read_parquet(args.queries), args.split, source=args.queries)
     chunks = pl.read_parquet(Path(args.chunks_dir) / f"{args.chunking}.parquet", columns=["chunk_id", "doc_id"])
     emb_dir = Path(args.emb_root) / args.model / args.chunking
     index_dir = Path(args.index_root) / args.model / args.chunking

@@ -4,9 +4,10 @@ Writes reports/metrics.json (a DVC metrics file: per configuration, quality and 
 figures, with the contract beside them), reports/per_query.parquet, reports/grid.md, and a TREC
 run file per configuration under data/work/trec/.
 
-Holdout queries are sealed: scored only with `--split holdout|all`, run by hand (never as a
-DVC stage, whose run cache could replay an opening without logging it), and every opening is
-appended to reports/holdout_access.jsonl first.
+Holdout queries are sealed: the runs and judgments DVC makes hold dev queries only, and the
+TREC files and per-query table hold only what was scored. `releval holdout` opens the holdout
+(never a DVC stage, whose run cache could replay an opening without logging it); every opening
+is appended to reports/holdout_access.jsonl first.
 """
 
 import argparse
@@ -68,7 +69,7 @@ def main() -> None:
                         "warnings": _warnings(cid, evaluation, metrics, meta)}
         per_query.append(evaluation.per_query.with_columns(pl.lit(cid).alias("config_id")))
         write_trec_run(Path(args.trec_dir) / (run_dir.relative_to(args.runs_root).as_posix().replace("/", "__") + ".trec"),
-                       doc_run, tag=cid)
+                       scored_run, tag=cid)
     for cid in results:
         for message in results[cid]["warnings"]:
             warn(message)

@@ -3,6 +3,7 @@
 import json
 import os
 import subprocess
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -196,3 +197,43 @@ def test_who_is_the_git_user_name_else_the_login(tmp_path):
     assert holdout.who_opens(repo, env) == "Ada Lovelace"
     bare = {k: v for k, v in _git_env(tmp_path).items()}
     assert holdout.who_opens(tmp_path, bare) == "unknown"
+
+
+def test_an_opening_already_logged_by_the_holdout_command_is_not_logged_twice(tmp_path, monkeypatch):
+    log = tmp_path / "holdout_access.jsonl"
+    frame = queries(["dev", "holdout", "dev", "holdout"])
+    entry = holdout.opening(["a"], "releval holdout", who="Ada")
+    holdout.append_opening(log, entry)
+    monkeypatch.setenv(holdout.OPENING_ENV, json.dumps(entry))
+    holdout.scoring_selection(frame, "holdout", configs=["a"], command="score", log_path=log)
+    assert holdout.read_log(log) == [entry]
+    # Only the log's last line counts: an entry that is not (or no longer) last is logged anew.
+    holdout.append_opening(log, holdout.opening(["b"], "by hand", who="Grace"))
+    holdout.scoring_selection(frame, "holdout", configs=["a"], command="score", who="Ada", log_path=log)
+    assert len(holdout.read_log(log)) == 3
+    monkeypatch.setenv(holdout.OPENING_ENV, json.dumps({**entry, "who": "Mallory"}))
+    holdout.scoring_selection(frame, "holdout", configs=["a"], command="score", who="Ada", log_path=log)
+    assert len(holdout.read_log(log)) == 4
+
+
+def test_the_holdout_command_names_every_grid_configuration_and_runs_stages_in_order():
+    from releval.commands.holdout import grid_config_ids, run_path_id, stage_commands
+
+    grid = {"models": ["m"], "chunkings": ["c1", "c2"], "fusions": ["rrf"],
+            "reranked": {"r": {"run": "fused/rrf/m/c1", "reranker": "e5"}}}
+    assert grid_config_ids(grid) == sorted(["bm25/c1", "bm25/c2", "m/c1", "m/c2", "rrf(m,bm25)/c1",
+                                            "rrf(m,bm25)/c2", "rrf(m,bm25)/c1+rerank(e5)"])
+    assert run_path_id("dense/m/c1") == "m/c1" and run_path_id("bm25/c2") == "bm25/c2"
+    with pytest.raises(InputError, match="grid.reranked"):
+        run_path_id("rerank/r")
+    steps = stage_commands(grid, "holdout", Path("scratch"), Path("reports/holdout"))
+    scripts = [step[0] for step in steps]
+    assert scripts[0] == "stages/judgments.py" and scripts[-1] == "stages/score.py"
+    assert scripts.index("stages/rerank.py") > max(i for i, s in enumerate(scripts) if s == "stages/fuse.py")
+    # Every step that reads queries or judgments asks for the holdout; every write goes to scratch or reports/holdout.
+    for step in steps:
+        if step[0] in ("stages/judgments.py", "stages/bm25.py", "stages/retrieve.py", "stages/score.py"):
+            assert step[step.index("--split") + 1] == "holdout", step
+        outputs = [step[i + 1] for i, arg in enumerate(step) if arg in ("--out", "--meta", "--out-root",
+                                                                         "--runs-root", "--reports", "--trec-dir")]
+        assert outputs and all(o.startswith(("scratch", "reports/holdout")) for o in outputs), step

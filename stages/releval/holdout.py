@@ -36,6 +36,9 @@ SPLITS = ("dev", "holdout")
 SCORE_SPLITS = ("dev", "holdout", "all")
 LOG_FIELDS = ("when", "who", "split", "configs", "command")
 DEFAULT_LOG = Path("reports/holdout_access.jsonl")
+# Set by `releval holdout` to the entry it has just logged, so the scoring step it runs does
+# not log the same opening twice. Honoured only when that entry is the log's last line.
+OPENING_ENV = "RELEVAL_HOLDOUT_OPENING"
 
 
 # --------------------------------------------------------------------------- which queries
@@ -86,6 +89,13 @@ def select_queries(queries: pl.DataFrame, split: str = "dev", *, source: str = "
     return queries.filter(labels == split)
 
 
+def add_split_argument(parser) -> None:
+    """``--split`` for a stage that reads queries: dev (what DVC runs) unless the holdout is opened."""
+    parser.add_argument("--split", choices=SCORE_SPLITS, default="dev",
+                        help="dev (default, what DVC runs); holdout or all only from `releval holdout`, "
+                             "which logs the opening first")
+
+
 def opens_holdout(split: str) -> bool:
     return split in ("holdout", "all")
 
@@ -132,7 +142,7 @@ def scoring_selection(queries: pl.DataFrame, split: str, *, configs: Sequence[st
     """
     scored = select_queries(queries, split, source=source)
     opened = opens_holdout(split)
-    if opened:
+    if opened and not already_logged(log_path, os.environ.get(OPENING_ENV)):
         append_opening(log_path, opening(configs, command, split=split, who=who))
     terms = {"split": contract_split(queries, split), "queries": scored.height,
              "holdout_queries_sealed": 0 if opened else split_counts(queries, source=source)["holdout"]}
@@ -150,6 +160,14 @@ def who_opens(cwd: str | os.PathLike | None = None, env: Mapping[str, str] | Non
     except OSError:
         name = ""
     return name or env.get("USER") or env.get("LOGNAME") or "unknown"
+
+
+def already_logged(path: str | os.PathLike, entry_json: str | None) -> bool:
+    """Whether ``entry_json`` (an opening as JSON) is the last line of the log at ``path``."""
+    if not entry_json:
+        return False
+    entries = read_log(path)
+    return bool(entries) and entries[-1] == json.loads(entry_json)
 
 
 def utc_now() -> str:
