@@ -15,10 +15,50 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
+CRANFIELD_MISSING = f"Cranfield collection not found at {CRANFIELD} (extra tests; a clone alone has no ../shared)"
+
+
 def require_cranfield() -> Path:
     if not (CRANFIELD / "cran.all.1400").exists():
-        pytest.skip(f"Cranfield collection not found at {CRANFIELD}")
+        pytest.skip(CRANFIELD_MISSING)
     return CRANFIELD
+
+
+needs_cranfield = pytest.mark.skipif(not (CRANFIELD / "cran.all.1400").is_file(), reason=CRANFIELD_MISSING)
+
+
+# --------------------------------------------------------------------------- skips are failures unless allowed
+
+# Each allowed skip, by the start of its reason, with why it is acceptable. Any other skip fails
+# the run: a skip must never hide a feature that is missing on a user's machine.
+ALLOWED_SKIPS = {
+    "Cranfield collection not found": "extra tests on ../shared data, which a user's clone does not have",
+    "chromium is not installed": "the screenshot test needs a system Chromium, which not every machine can install",
+    "snapshot made with Python": "the pydocs corpus regenerates byte for byte only on the Python build that made it",
+}
+_SKIPS: list[tuple[str, str]] = []
+
+
+def pytest_runtest_logreport(report) -> None:
+    if report.skipped:
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        _SKIPS.append((report.nodeid, reason.removeprefix("Skipped: ")))
+
+
+def unallowed_skips(skips: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    return [(node, reason) for node, reason in skips if not reason.startswith(tuple(ALLOWED_SKIPS))]
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    bad = unallowed_skips(_SKIPS)
+    terminalreporter.write_line(f"skips: {len(_SKIPS)} ({len(_SKIPS) - len(bad)} allowed, {len(bad)} not allowed)")
+    for node, reason in bad:
+        terminalreporter.write_line(f"NOT ALLOWED skip: {node}: {reason}", red=True)
+
+
+def pytest_sessionfinish(session, exitstatus) -> None:
+    if unallowed_skips(_SKIPS) and exitstatus == 0:
+        session.exitstatus = 1
 
 
 @pytest.fixture(scope="session")
@@ -57,3 +97,88 @@ def run(cmd, cwd: Path, check: bool = True, env_extra: dict | None = None) -> su
 def ran_stages(output: str) -> set[str]:
     """Stage names that `dvc repro` actually executed."""
     return {line.split("'")[1] for line in output.splitlines() if line.startswith("Running stage '")}
+
+
+# --------------------------------------------------------------------------- the embedded default, small
+
+# Queries of the shipped pydocs set used by the end-to-end tests: twelve dev queries (two of them
+# must-never-break; q020 regraded in v2, q101 added in v2) and five sealed holdout queries (one
+# must-never-break), every slice present.
+MINI_QUERIES = (*(f"q{i:03d}" for i in range(1, 16)), "q020", "q101")
+MINI_DISTRACTORS = 8  # judged non-relevant documents kept beside the relevant ones
+MINI_CHUNKINGS = "grid.chunkings=[c256,c512]"
+
+
+def write_pydocs_mini(dest: Path, query_ids: tuple[str, ...] = MINI_QUERIES,
+                      distractors: int = MINI_DISTRACTORS) -> dict[str, list[str]]:
+    """The shipped pydocs data, cut to a few queries, at the paths the default config reads.
+
+    Writes ``data/pydocs/corpus.jsonl.gz``, ``data/queries.jsonl`` and judgment versions
+    ``data/judgments/v1`` and ``v2`` (with the real rubric) under ``dest``: every document judged
+    relevant to one of ``query_ids`` (v2) plus the first ``distractors`` judged non-relevant ones,
+    whole and unchanged; the queries' lines as committed; their judgments, re-sealed with new
+    hashes. The default configuration therefore runs unchanged on it. Returns the ids kept.
+    """
+    import gzip
+    import json
+
+    from releval.judgments import read_manifest, write_version
+
+    src = ROOT / "data"
+    wanted = set(query_ids)
+
+    def judgments_of(version: str) -> list[dict]:
+        lines = (src / "judgments" / version / "judgments.jsonl").read_text(encoding="utf-8").splitlines()
+        return [json.loads(line) for line in lines if line.strip() and json.loads(line)["query_id"] in wanted]
+
+    v2 = judgments_of("v2")
+    relevant = sorted({r["doc_id"] for r in v2 if r["grade"] >= 1})
+    others = sorted({r["doc_id"] for r in v2} - set(relevant))[:distractors]
+    doc_ids = set(relevant) | set(others)
+    with gzip.open(src / "pydocs" / "corpus.jsonl.gz", "rt", encoding="utf-8") as fh:
+        corpus = [line for line in fh if json.loads(line)["_id"] in doc_ids]
+    (dest / "data" / "pydocs").mkdir(parents=True, exist_ok=True)
+    with gzip.GzipFile(dest / "data" / "pydocs" / "corpus.jsonl.gz", "wb", mtime=0) as fh:
+        fh.write("".join(corpus).encode("utf-8"))
+    queries = [line for line in (src / "queries.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+               if line.strip() and json.loads(line)["query_id"] in wanted]
+    (dest / "data" / "queries.jsonl").write_text("".join(queries), encoding="utf-8")
+    judgments_dir = dest / "data" / "judgments"
+    judgments_dir.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(src / "judgments" / "RUBRIC.md", judgments_dir / "RUBRIC.md")
+    for version in ("v1", "v2"):
+        manifest, errors = read_manifest(src / "judgments" / version / "manifest.yaml", expected_version=version)
+        assert manifest is not None, errors
+        kept = [r for r in judgments_of(version) if r["doc_id"] in doc_ids]
+        data = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept).encode("utf-8")
+        write_version(judgments_dir / version, manifest, data)
+    return {"queries": sorted(wanted), "docs": sorted(doc_ids)}
+
+
+def make_pydocs_project(dest: Path, *overrides: str) -> Path:
+    """A git + DVC project with the shipped configuration over the small pydocs data, composed."""
+    make_project(dest)
+    write_pydocs_mini(dest)
+    run(["releval", "params", *overrides], dest)
+    return dest
+
+
+@pytest.fixture(scope="session")
+def default_project(tmp_path_factory) -> Path:
+    """The shipped default configuration (both models, two chunkings, BM25, RRF, the reranker),
+    run once by a real `dvc repro` on the small pydocs data and committed. Read-only: a test that
+    changes anything works on ``copy_project(default_project, ...)``."""
+    project = make_pydocs_project(tmp_path_factory.mktemp("default") / "project", MINI_CHUNKINGS)
+    run(["git", "add", "-A"], project)
+    run(["git", "commit", "-qm", "inputs"], project)
+    result = run(["dvc", "repro"], project)
+    (project.parent / "repro.log").write_text(result.stdout + result.stderr)
+    run(["git", "add", "-A"], project)
+    run(["git", "commit", "-qm", "first run"], project)
+    return project
+
+
+def copy_project(project: Path, dest: Path) -> Path:
+    """A private copy of a built project (its git history and DVC cache included)."""
+    shutil.copytree(project, dest, symlinks=True)
+    return dest

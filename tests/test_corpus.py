@@ -23,9 +23,7 @@ from releval.corpus import (
 from releval.errors import InputError
 
 DATA = Path(__file__).resolve().parent / "data" / "corpus"
-CRANFIELD = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "cranfield"
-needs_cranfield = pytest.mark.skipif(not (CRANFIELD / "cran.all.1400").is_file(),
-                                     reason=f"Cranfield files not found at {CRANFIELD}")
+from conftest import CRANFIELD, needs_cranfield
 
 
 def sha(title: str, text: str) -> str:
