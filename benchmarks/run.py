@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-BENCHMARKS = ["bench_bm25", "bench_metrics", "bench_stats", "bench_encode"]
+BENCHMARKS = ["bench_bm25", "bench_metrics", "bench_score", "bench_stats", "bench_encode"]
 
 
 def main() -> int:

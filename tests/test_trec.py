@@ -248,3 +248,61 @@ def test_write_trec_run_refuses_unwritable_fields(tmp_path):
     with pytest.raises(InputError, match="one word"):
         write_trec_run(tmp_path / "run.trec", run.with_columns(query_id=pl.lit("q1")), tag="my run")
     assert not (tmp_path / "run.trec").exists()
+
+
+# --------------------------------------------------------------------------- the fast path
+
+RUN_TEXTS = [
+    "q1 Q0 d1 1 0.5 t\nq1 Q0 d2 2 0.25 t\nq2 Q0 d1 1 -3e-2 t\n",   # plain: the fast path
+    "q1 Q0 d1 1 0.5 t\nq1 Q0 d2 2 0.25\n",                            # a column short
+    "q1 Q0 d1 1 0.5 t extra\n",                                       # a column too many
+    "q1 Q0 d1 1 0.5 t\nq1 Q0 d1 2 0.25 t\n",                          # duplicate pair
+    "q1 Q0 d1 1 abc t\n", "q1 Q0 d1 1 nan t\n", "q1 Q0 d1 1 inf t\n",
+    'q1 Q0 "d1 1 0.5 t\n',                                            # a quote is an ordinary character
+    "q1 Q0 d1 1 0.5 t",                                               # no final newline
+    "q1 Q0 d1 1 0.5 t\n\nq2 Q0 d1 1 0.5 t\n",                         # a blank line
+    "q1 Q0 d1 1 0.5 t\r\n", "q1\tQ0 d1 1 0.5 t\n", "q1  Q0 d1 1 0.5 t\n", " q1 Q0 d1 1 0.5 t\n",
+    "q1 Q0 d\u00e91 1 0.5 t\n", "q1 Q0 d1\u00a0x 1 0.5 t\n", "\ufeffq1 Q0 d1 1 0.5 t\n",
+    "",
+]
+QRELS_TEXTS = ["q1 0 d1 1\nq1 0 d2 0\n", "q1 0 d1 1.0\n", "q1 0 d1 -1\n", "q1 0 d1 +2\n", "q1 0 d1 x\n",
+               "q1 0 d1\n", "q1 0 d1 1 9\n", "q1 0 d1 1\nq1 0 d1 2\n"]
+
+
+def outcome(read, path):
+    try:
+        return read(path)
+    except InputError as exc:
+        return str(exc)
+
+
+@pytest.mark.parametrize("kind, text", [("run", t) for t in RUN_TEXTS] + [("qrels", t) for t in QRELS_TEXTS])
+def test_the_fast_reader_and_the_token_reader_agree_on_tables_and_messages(tmp_path, kind, text):
+    from releval import trec
+    from releval.metrics import check_qrels, check_run
+
+    path = tmp_path / f"{kind}.txt"
+    path.write_bytes(text.encode("utf-8"))
+    columns, field, check = ((trec.RUN_COLUMNS, "score", check_run) if kind == "run"
+                             else (trec.QRELS_COLUMNS, "grade", check_qrels))
+
+    def by_tokens(p):
+        frame, lines = trec._read_trec_tokens(p, columns, field)
+        return check(frame, source=str(p), lines=lines)
+
+    ours = outcome(trec.read_run if kind == "run" else trec.read_qrels, path)
+    reference = outcome(by_tokens, path)
+    if isinstance(reference, str):
+        assert ours == reference
+    else:
+        assert ours.equals(reference)
+
+
+def test_the_fast_path_is_taken_for_plain_files(tmp_path):
+    from releval import trec
+
+    path = tmp_path / "run.trec"
+    path.write_text(RUN_TEXTS[0])
+    assert trec._read_plain_trec(path, trec.RUN_COLUMNS, "score") is not None
+    path.write_text(RUN_TEXTS[9])  # a blank line: the token reader keeps its line numbers
+    assert trec._read_plain_trec(path, trec.RUN_COLUMNS, "score") is None

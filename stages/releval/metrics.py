@@ -291,6 +291,8 @@ def _pair_keys(frame: pl.DataFrame) -> np.ndarray:
 
 
 def _reject_duplicate_pairs(frame: pl.DataFrame, keys: np.ndarray, source: str, lines: np.ndarray | None) -> None:
+    if pl.Series(keys).n_unique() == len(keys):  # the common case, hashed in parallel: no repeat at all
+        return
     sorted_keys = np.sort(keys)
     repeated = sorted_keys[1:][sorted_keys[1:] == sorted_keys[:-1]]
     if repeated.size == 0:

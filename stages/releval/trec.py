@@ -27,6 +27,7 @@ from releval.metrics import check_qrels, check_run
 FORMATS = ("trec", "jsonl", "parquet")
 QRELS_COLUMNS = ("query_id", "iteration", "doc_id", "grade")
 RUN_COLUMNS = ("query_id", "Q0", "doc_id", "rank", "score", "tag")
+_PLAIN_BYTES = bytes(range(0x20, 0x7F)) + b"\n"
 
 
 def infer_format(path: str | Path) -> str:
@@ -110,6 +111,45 @@ def _read_text(path: Path) -> str:
 
 
 def _read_trec(path: Path, columns: tuple[str, ...], value_field: str) -> tuple[pl.DataFrame, np.ndarray]:
+    fast = _read_plain_trec(path, columns, value_field)
+    return fast if fast is not None else _read_trec_tokens(path, columns, value_field)
+
+
+def _read_plain_trec(path: Path, columns: tuple[str, ...],
+                     value_field: str) -> tuple[pl.DataFrame, np.ndarray] | None:
+    """The common case, read by polars' CSV reader: ASCII, single spaces, LF line ends, no blank line.
+
+    Anything else (or any field that does not parse) returns None, and the token reader below
+    reads the file again and names the problem; so every message stays the same.
+    """
+    if path.suffix.lower() == ".gz":
+        return None
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    # Only printable ASCII, spaces and LF; empty fields (doubled, leading or trailing spaces) and
+    # blank lines surface below as nulls, ragged rows or a row count short of the line count.
+    if not data.endswith(b"\n") or data.translate(None, _PLAIN_BYTES):
+        return None
+    value_type = pl.Float64 if value_field == "score" else pl.Int64
+    try:
+        table = pl.read_csv(data, separator=" ", has_header=False, new_columns=list(columns),
+                            schema_overrides={name: pl.String for name in columns}, quote_char=None,
+                            truncate_ragged_lines=False)
+    except Exception:  # polars raises several types for a malformed line; the token reader names it
+        return None
+    if table.width != len(columns) or table.height != data.count(b"\n") or table.null_count().sum_horizontal().item():
+        return None
+    frame = table.select("query_id", "doc_id", pl.col(value_field).cast(value_type, strict=False))
+    if frame[value_field].null_count():
+        return None
+    if value_field == "grade" and not table[value_field].str.contains(r"^[+-]?\d+$").all():
+        return None  # Int64 casting of "1.0" differs from the token reader; let it decide
+    return frame, np.arange(1, frame.height + 1, dtype=np.int64)
+
+
+def _read_trec_tokens(path: Path, columns: tuple[str, ...], value_field: str) -> tuple[pl.DataFrame, np.ndarray]:
     source = str(path)
     tokens = (pl.DataFrame({"text": _read_text(path).split("\n")})
               .with_row_index("line", offset=1)
