@@ -23,10 +23,9 @@ from pathlib import Path
 import polars as pl
 
 from releval import card as cards
-from releval import compare, holdout, io, plots, runs
+from releval import compare, holdout, io, plots, runs, scoring
 from releval.config import load_params, section
 from releval.errors import InputError
-from releval.metrics import Contract, FIXED_TERMS
 from releval.stage import entry, warn
 
 JUDGED_WARNING = 0.5  # as stages/score.py: judged@k below this leans on unjudged documents
@@ -90,7 +89,7 @@ def main() -> None:
     tables = {
         "ndcg_ci": plots.interval_table(per_query, primary, order, args.resamples, args.seed),
         "recall_curve": plots.recall_curve_table(_doc_runs(lineage, order, scored_ids), holdout.restrict(qrels, scored_ids),
-                                                 _engine_contract(contract)),
+                                                 scoring.contract_from_record(contract)),
         "quality_cost": plots.quality_cost_table(configs, primary),
         "difference_hist": plots.difference_table(per_query, baseline, primary, order),
     }
@@ -196,15 +195,8 @@ def _doc_runs(lineage: dict, configs: list[str], scored_ids: list[str]) -> dict[
         if not run_dir or not (Path(run_dir) / "run.parquet").exists():
             raise InputError(f"no run for {cid}; run `dvc repro`", file="reports/lineage.json", field=cid)
         chunk_run, _ = runs.read_run(run_dir)
-        found[cid] = holdout.restrict(runs.collapse_to_documents(chunk_run), scored_ids)
+        found[cid] = scoring.document_run(chunk_run, scored_ids)
     return found
-
-
-def _engine_contract(contract: dict) -> Contract:
-    import dataclasses
-
-    names = {f.name for f in dataclasses.fields(Contract)} | set(FIXED_TERMS)
-    return Contract.from_dict({k: v for k, v in contract.items() if k in names})
 
 
 def _baseline(params: dict, configs: list[str]) -> str:

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import polars as pl
 
-from releval import holdout, io, runs
+from releval import holdout, io, runs, scoring
 from releval.config import load_params, section
-from releval.metrics import contract_from_params, evaluate
+from releval.metrics import contract_from_params
 from releval.report import grid_markdown
 from releval.stage import entry, warn
 from releval.trec import write_trec_run
@@ -51,16 +51,13 @@ def main() -> None:
     scored, split_terms = holdout.scoring_selection(
         queries, args.split, configs=[runs.read_meta(d)["config_id"] for d in run_dirs],
         command=["python", *sys.argv], log_path=args.holdout_log, source=args.queries)
-    qrels = holdout.restrict(qrels, scored["query_id"])
-    slices = _slices(scored)
+    scored_set = scoring.scored_queries(scored, qrels)
 
     results, per_query = {}, []
     for run_dir in run_dirs:
         chunk_run, meta = runs.read_run(run_dir)
-        doc_run = runs.collapse_to_documents(chunk_run)
-        scored_run = holdout.restrict(doc_run, scored["query_id"])
-        evaluation = evaluate(qrels, scored_run.select("query_id", "doc_id", "score"), metrics, contract,
-                              slices=slices)
+        scored_run = scoring.document_run(chunk_run, scored_set.ids)
+        evaluation = scoring.score(scored_run, scored_set, metrics, contract)
         cid = meta["config_id"]
         results[cid] = {"mean": evaluation.mean, "counts": evaluation.counts, "ops": meta["ops"],
                         "slices": evaluation.slices or {},
@@ -93,12 +90,6 @@ def main() -> None:
     quality = [m for m in metrics if not m.startswith(("judged@", "ceiling@"))][:4]
     io.write_text(reports / "grid.md", grid_markdown(results, full_contract, quality, metric_cfg["primary"]))
     print(f"score: {len(results)} configurations under judgments {judgments['version']}")
-
-
-def _slices(queries: pl.DataFrame) -> dict[str, list[str]] | None:
-    if "slices" not in queries.columns:
-        return None
-    return {q: list(s) for q, s in queries.select("query_id", "slices").iter_rows() if s is not None and len(s)}
 
 
 def _warnings(cid: str, evaluation, metrics: list[str], meta: dict) -> list[str]:

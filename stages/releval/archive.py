@@ -22,7 +22,7 @@ from a commit or experiment), the DVC stage that wrote it and the digest of that
 parameters as dvc.lock records them, the dataset name, and when it was first archived.
 
 Re-scoring (:func:`rescore`) reads only run tables: it collapses each to documents and scores it
-exactly as the ``score`` stage does (:func:`releval.runs.collapse_to_documents`,
+exactly as the ``score`` stage does (:mod:`releval.scoring`,
 :func:`releval.metrics.evaluate`, holdout queries left out).
 """
 
@@ -43,9 +43,9 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 import polars as pl
 import yaml
 
-from releval import io, runs
+from releval import io, runs, scoring
 from releval.errors import InputError
-from releval.metrics import Contract, evaluate, parse_metrics
+from releval.metrics import Contract, parse_metrics
 
 INDEX_NAME = "index.parquet"
 RUNS_DIR = "runs"
@@ -514,11 +514,10 @@ def score_archive(archive: Archive, index: pl.DataFrame, judged: Sequence[Judged
     Returns {(run_sha256, version): {"mean": {...}, "counts": {...}}}; a run table shared by
     several configurations is read and scored once.
     """
-    wanted = set(query_ids.to_list())
+    wanted = query_ids.to_list()
     scores = {}
     for run_sha in sorted(set(index["run_sha256"].to_list())):
-        doc_run = runs.collapse_to_documents(archive.read_run(run_sha))
-        doc_run = doc_run.filter(pl.col("query_id").is_in(list(wanted))).select("query_id", "doc_id", "score")
+        doc_run = scoring.document_run(archive.read_run(run_sha), wanted)
         for version in judged:
             scores[(run_sha, version.version)] = _evaluate(version.qrels, doc_run, metrics, contract, run_sha)
     return scores
@@ -530,7 +529,7 @@ def _evaluate(qrels: pl.DataFrame, run: pl.DataFrame, metrics: Sequence[str], co
         return {"mean": {m: None for m in metrics}, "counts": {"queries_evaluated": 0},
                 "error": "the run has no scored query"}
     try:
-        evaluation = evaluate(qrels, run, metrics, contract, run_source=f"archive run {run_sha[:12]}")
+        evaluation = scoring.score_table(run, qrels, metrics, contract, run_source=f"archive run {run_sha[:12]}")
     except InputError as exc:
         return {"mean": {m: None for m in metrics}, "counts": {"queries_evaluated": 0}, "error": exc.detail}
     return {"mean": evaluation.mean, "counts": evaluation.counts, "error": None}

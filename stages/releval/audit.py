@@ -10,7 +10,7 @@ installed package versions and the git commit.
 
 * **recompute**: the number again from the stored run and judgments, with the metric engine,
   under the contract recorded in metrics.json, chunks collapsed to documents exactly as
-  stages/score.py does (:func:`releval.runs.collapse_to_documents`), on the queries score.py
+  stages/score.py does (:mod:`releval.scoring`), on the queries score.py
   scored (:mod:`releval.holdout`); equal means bit-for-bit equal;
 * **run file**: its sha256 against reports/lineage.json;
 * **dvc.lock**: every recorded hash of every stage in the lineage against the files on disk,
@@ -327,18 +327,10 @@ def assemble(root: str | Path, ref: MetricRef) -> Lineage:
 
 # --------------------------------------------------------------------------- recomputation
 
-def engine_contract(contract: Mapping[str, Any]):
-    """The metric engine's Contract from metrics.json's (its own fields and fixed terms only)."""
-    from releval.metrics import FIXED_TERMS, Contract
-
-    names = {f.name for f in dataclasses.fields(Contract)} | set(FIXED_TERMS)
-    return Contract.from_dict({k: v for k, v in contract.items() if k in names})
-
-
 def recompute(root: str | Path, contract: Mapping[str, Any], run_dirs: Mapping[str, str],
               metrics: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
     """Score each run folder again: config_id -> {"mean": {...}, "slices": {...} | None}."""
-    from releval.metrics import evaluate
+    from releval import scoring
 
     root = Path(root)
     if contract.get("collapse", "first") != "first":
@@ -348,23 +340,17 @@ def recompute(root: str | Path, contract: Mapping[str, Any], run_dirs: Mapping[s
         if not (root / path).exists():
             raise InputError("missing; run `dvc repro` (or `dvc pull`)", file=path)
     queries = pl.read_parquet(root / QUERIES_FILE)
-    scored = holdout.scored_queries(queries, contract, source=QUERIES_FILE)
-    ids = scored["query_id"].cast(pl.Utf8).to_list()
-    qrels = holdout.restrict(pl.read_parquet(root / QRELS_FILE), ids)
-    slices = None
-    if "slices" in scored.columns:
-        slices = {q: list(s) for q, s in scored.select(pl.col("query_id").cast(pl.Utf8), "slices").iter_rows()
-                  if s is not None and len(s)}
+    scored = scoring.scored_queries(holdout.scored_queries(queries, contract, source=QUERIES_FILE),
+                                    pl.read_parquet(root / QRELS_FILE))
     wanted = list(metrics or contract.get("metrics") or [])
-    engine = engine_contract(contract)
+    engine = scoring.contract_from_record(contract)
     out = {}
     for config_id, run_dir in run_dirs.items():
         path = root / run_dir
         if not (path / "run.parquet").exists():
             raise InputError("missing", file=f"{run_dir}/run.parquet")
         chunk_run, _ = runs.read_run(path)
-        doc_run = holdout.restrict(runs.collapse_to_documents(chunk_run), ids)
-        evaluation = evaluate(qrels, doc_run.select("query_id", "doc_id", "score"), wanted, engine, slices=slices)
+        evaluation = scoring.score(scoring.document_run(chunk_run, scored.ids), scored, wanted, engine)
         out[config_id] = {"mean": dict(evaluation.mean), "slices": evaluation.slices}
     return out
 

@@ -22,7 +22,6 @@ the difference (exit 2). This module does the reading; the logic is in :mod:`rel
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import io as _io
 import json
 import subprocess
@@ -34,7 +33,7 @@ from typing import Any
 
 import polars as pl
 
-from releval import compare, runs
+from releval import compare, holdout, runs, scoring
 from releval.errors import InputError
 
 
@@ -189,30 +188,19 @@ def read_run_file(path: str | Path) -> pl.DataFrame:
             for column in ("query_id", "doc_id", "score", "rank"):
                 if column not in table.columns:
                     raise InputError("missing column", file=str(path), field=column)
-            doc_run = runs.collapse_to_documents(table.with_columns(
+            doc_run = scoring.document_run(table.with_columns(
                 pl.col("query_id").cast(pl.Utf8), pl.col("doc_id").cast(pl.Utf8)))
             return check_run(doc_run.select("query_id", "doc_id", "score"), source=str(path))
     return trec.read_run(path)
 
 
-def engine_contract(contract: dict[str, Any], **overrides):
-    """The metric engine's Contract from a full contract dict (its own fields only)."""
-    from releval.metrics import Contract
-
-    names = {f.name for f in dataclasses.fields(Contract)}
-    return Contract.from_dict({**{k: v for k, v in contract.items() if k in names}, **overrides})
-
-
 def score_run(doc_run: pl.DataFrame, qrels: pl.DataFrame, contract: dict[str, Any],
               metrics: list[str] | None = None, **overrides):
     """Evaluate a document-level run under ``contract`` (fields in ``overrides`` replaced)."""
-    from releval.metrics import evaluate
-
     metrics = list(metrics if metrics is not None else contract.get("metrics") or [])
     if not metrics:
         raise InputError("the contract lists no metrics", field="metrics")
-    return evaluate(qrels, doc_run.select("query_id", "doc_id", "score"), metrics,
-                    engine_contract(contract, **overrides))
+    return scoring.score_table(doc_run, qrels, metrics, scoring.contract_from_record(contract, **overrides))
 
 
 class Sources:
@@ -304,7 +292,7 @@ class Sources:
             meta = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
             if meta.get("config_id") == side.ref:
                 warn_if_changed(self.args.reports, side.ref, run_dir)
-                return runs.collapse_to_documents(runs.read_run(run_dir)[0]).select(
+                return scoring.document_run(runs.read_run(run_dir)[0]).select(
                     pl.col("query_id").cast(pl.Utf8), pl.col("doc_id").cast(pl.Utf8), "score")
         raise InputError(f"no run with config_id {side.ref!r} below it; run `dvc pull` or "
                          "`dvc repro`", file=str(root))
@@ -388,10 +376,9 @@ def threshold_means(args: argparse.Namespace, sources: Sources, reports: Reports
     means: dict[int, dict[str, float] | None] = {t: ({} if t in usable else None) for t in thresholds}
     for config_id in configs:
         warn_if_changed(args.reports, config_id, found[config_id])
-        scored_ids = reports.per_query.filter(pl.col("config_id") == config_id)["query_id"].implode()
-        doc_run = runs.collapse_to_documents(runs.read_run(found[config_id])[0]).filter(
-            pl.col("query_id").is_in(scored_ids))
-        scored_qrels = qrels.filter(pl.col("query_id").is_in(scored_ids))
+        scored_ids = reports.per_query.filter(pl.col("config_id") == config_id)["query_id"].to_list()
+        doc_run = scoring.document_run(runs.read_run(found[config_id])[0], scored_ids)
+        scored_qrels = holdout.restrict(qrels, scored_ids)
         for threshold in usable:
             try:
                 evaluation = score_run(doc_run, scored_qrels, contract, [metric], rel_threshold=threshold)

@@ -8,7 +8,7 @@
 Making a pool. Each RUN is a releval run folder (``run.json`` + ``run.parquet``, e.g.
 ``data/work/runs/dense/minilm/c256``), a folder holding such folders (every run below it), or a
 run file (TREC, JSONL, parquet; read by :func:`releval.trec.read_run`). A run folder's chunks
-are collapsed to documents (:func:`releval.runs.collapse_to_documents`: a document ranks where
+are collapsed to documents (:func:`releval.scoring.document_run`: a document ranks where
 its best chunk ranks); a run file is ordered by score, ties by doc_id. The pool is the union over
 runs of each query's top ``--depth`` documents, less the (query, document) pairs already judged
 in ``--judgments`` by anyone. Columns: ``query_id, query, doc_id, title, snippet, grade,
@@ -44,7 +44,7 @@ from typing import Any, Iterable
 
 import polars as pl
 
-from releval import io, runs, trec
+from releval import io, runs, scoring, trec
 from releval import judgments as jmod
 from releval.errors import InputError, InputErrors
 from releval.schemas import Record, raise_all, read_jsonl
@@ -131,7 +131,7 @@ def read_any_run(path: Path) -> pl.DataFrame:
     """``query_id, doc_id, rank`` (1 = best) of a run folder (documents) or a run file."""
     if path.is_dir():
         table, _ = runs.read_run(path)
-        collapsed = runs.collapse_to_documents(table)
+        collapsed = scoring.document_run(table)
         return (collapsed.sort(["query_id", "rank", "doc_id"])
                 .with_columns(pl.int_range(1, pl.len() + 1).over("query_id").cast(pl.Int64).alias("rank"))
                 .select("query_id", "doc_id", "rank"))
