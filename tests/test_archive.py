@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 import yaml
 
-from conftest import ROOT, make_project, ran_stages, require_cranfield, run
+from conftest import ROOT, make_project, ran_stages, run, write_pydocs_mini
 from releval import archive as ar
 from releval import judgments as jm
 from releval import runs
@@ -372,22 +372,18 @@ def test_a_missing_parent_version_is_an_error_naming_it(tmp_path):
 
 # --------------------------------------------------------------------------- the real pipeline
 
-
+# The shipped configuration cut to one dense model and one chunking (no reranker): three runs.
+ONE_MODEL = ("~model@models.e5small", "grid.models=[minilm]", "grid.chunkings=[c256]", "~grid.reranked.minilm-c256-e5")
 
 
 class Project:
-    def __init__(self, path: Path, cranfield: Path):
-        self.path, self.cranfield = path, cranfield
-        self.qrels = path / "data" / "cranqrel"
+    """A git + DVC project over the small embedded pydocs data (conftest.write_pydocs_mini)."""
+
+    def __init__(self, path: Path):
+        self.path = path
 
     def compose(self, *extra: str) -> None:
-        run(["releval", "params",
-             "dataset=cranfield-mini", "judgments=cranfield",
-             f"dataset.corpus.path={self.cranfield / 'cran.all.1400'}",
-             f"dataset.queries.path={self.cranfield / 'cran.qry'}",
-             f"judgments.path={self.qrels.relative_to(self.path)}",
-             "~model@models.e5small", "grid.models=[minilm]", "grid.chunkings=[c256]", "~grid.reranked.minilm-c256-e5",
-             *extra], self.path)
+        run(["releval", "params", *ONE_MODEL, *extra], self.path)
 
     def repro(self, *args: str) -> set[str]:
         return ran_stages(run(["dvc", "repro", *args], self.path).stdout)
@@ -398,7 +394,7 @@ class Project:
         return run(["git", "rev-parse", "HEAD"], self.path).stdout.strip()
 
     def releval_archive(self, *args: str) -> str:
-        return run([PYTHON, "-m", "releval.commands.archive", *args], self.path).stdout
+        return run(["releval", "archive", *args], self.path).stdout
 
     def index(self) -> pl.DataFrame:
         return ar.Archive(self.path / "data" / "archive").index()
@@ -410,11 +406,9 @@ class Project:
 
 @pytest.mark.slow
 def test_archive_and_rescore_in_a_real_dvc_project(tmp_path):
-    cranfield = require_cranfield()
-    proj = Project(make_project(tmp_path / "project"), cranfield)
+    proj = Project(make_project(tmp_path / "project"))
     assert "\n  archive:" in (proj.path / "dvc.yaml").read_text()  # the real pipeline declares it
-    proj.qrels.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copy(cranfield / "cranqrel", proj.qrels)
+    write_pydocs_mini(proj.path)
     c0 = proj.commit("code")
 
     # 1. The first repro archives every run, recorded against HEAD (params.yaml not committed yet: dirty).
@@ -426,7 +420,7 @@ def test_archive_and_rescore_in_a_real_dvc_project(tmp_path):
     assert set(index["config_id"]) == configs and index.height == 3
     assert set(index["commit"]) == {c0} and index["dirty"].all()
     assert set(index["dirty_paths"].explode()) == {"params.yaml"}
-    assert set(index["source"]) == {"workspace"} and set(index["dataset"]) == {"cranfield-mini"}
+    assert set(index["source"]) == {"workspace"} and set(index["dataset"]) == {"pydocs"}
     stages = dict(zip(index["config_id"], index["stage"]))
     assert stages == {"minilm/c256": "retrieve@minilm-c256", "bm25/c256": "bm25@c256",
                       "rrf(minilm,bm25)/c256": "fuse@rrf-minilm-c256"}
@@ -472,17 +466,15 @@ def test_archive_and_rescore_in_a_real_dvc_project(tmp_path):
     # The archive changed outside the pipeline: the next repro re-records it and re-scores; nothing else runs.
     assert proj.repro() == {"archive", "rescore"}
     history = pl.read_parquet(proj.path / "reports" / "history.parquet")
-    assert history.height == 5 and history["judgments_version"].unique().to_list() == ["cranfield-1"]
+    assert history.height == 5 and history["judgments_version"].unique().to_list() == ["v2"]
     assert set(history["commit"]) == {c0, c1, exp_commit}
     fused = history.filter(pl.col("config_id") == "rrf(minilm,bm25)/c256")
     assert fused.height == 3 and fused["params_digest"].n_unique() == 3  # k = 60, 10, 30 told apart
     proj.commit("archive the k=30 experiment")
 
-    # 5. Switching the judgments reruns judgments, score and rescore only: nothing is encoded, indexed or retrieved.
-    lines = proj.qrels.read_text().splitlines(keepends=True)
-    q, d, code = lines[0].split()[:3]
-    lines[0] = f"{q} {d} 4 \r\n" if code != "4" else f"{q} {d} 1 \r\n"
-    proj.qrels.write_text("".join(lines))
+    # 5. Switching the judgments (to v1, which has no parent version) reruns judgments, score and rescore
+    #    only: nothing is encoded, indexed or retrieved.
+    proj.compose("fusions.rrf.k=10", "judgments=pydocs-v1")
     start = time.perf_counter()
     assert proj.repro() == {"judgments", "score", "rescore", "report"}
     repro_s = time.perf_counter() - start
@@ -492,20 +484,20 @@ def test_archive_and_rescore_in_a_real_dvc_project(tmp_path):
     print(f"judgment switch: dvc repro {repro_s:.2f} s; rescore stage alone (dvc repro -s -f rescore, "
           f"{history.height} archived runs): {rescore_s:.2f} s")
     after = pl.read_parquet(proj.path / "reports" / "history.parquet")
-    assert after.height == 5 and after["judgments_version"].unique().to_list() == ["cranfield-1"]
+    assert after.height == 5 and after["judgments_version"].unique().to_list() == ["v1"]
     assert "no parent version" in (proj.path / "reports" / "idcg_changes.md").read_text()
 
     # 6. A judgment set with a parent version: the IDCG change report names what moved and why.
     qrels = pl.read_parquet(proj.path / "data" / "work" / "qrels.parquet")
     queries = pl.read_parquet(proj.path / "data" / "work" / "queries.parquet")
-    target = (qrels.filter(pl.col("query_id") == queries["query_id"][0])
-              .sort("grade", "doc_id", descending=[True, False]))
+    first_query = queries.filter(pl.col("query_id").is_in(qrels["query_id"].implode()))["query_id"][0]
+    target = qrels.filter(pl.col("query_id") == first_query).sort("grade", "doc_id", descending=[True, False])
     regraded = target.row(0, named=True)
     assert regraded["grade"] >= 2
     rows = [(r["query_id"], r["doc_id"], r["grade"]) for r in qrels.iter_rows(named=True)]
     v2 = [(q_, d_, 1 if (q_, d_) == (regraded["query_id"], regraded["doc_id"]) else g) for q_, d_, g in rows]
-    write_cranfield_set(proj.path / "data" / "judgments", "c1", None, rows)
-    write_cranfield_set(proj.path / "data" / "judgments", "c2", "c1", v2)
+    write_pydocs_set(proj.path / "data" / "judgments", "c1", None, rows)
+    write_pydocs_set(proj.path / "data" / "judgments", "c2", "c1", v2)
     proj.compose("fusions.rrf.k=10", "judgments.format=releval", "judgments.path=data/judgments/c2",
                  "judgments.version=c2")
     assert proj.repro() == {"judgments", "score", "rescore", "report"}
@@ -522,20 +514,20 @@ def test_archive_and_rescore_in_a_real_dvc_project(tmp_path):
     print(md)
 
 
-def write_cranfield_set(root: Path, version: str, parent: str | None, rows: list[tuple[str, str, int]]) -> None:
-    data = "".join(json.dumps({"query_id": q, "doc_id": d, "grade": g, "annotator": "cleverdon"}) + "\n"
+def write_pydocs_set(root: Path, version: str, parent: str | None, rows: list[tuple[str, str, int]]) -> None:
+    """A judgment set of (query, doc, grade) rows under the scale and rubric of the shipped pydocs sets."""
+    shipped, errors = jm.read_manifest(ROOT / "data" / "judgments" / "v2" / "manifest.yaml", expected_version="v2")
+    assert shipped is not None, errors
+    data = "".join(json.dumps({"query_id": q, "doc_id": d, "grade": g, "annotator": shipped.annotators[0]}) + "\n"
                    for q, d, g in rows).encode()
-    scale = {0: "not relevant", 1: "minimum interest", 2: "useful background", 3: "high relevance",
-             4: "complete answer"}
-    manifest = jm.Manifest(version, parent, "2026-11-30", scale, "RUBRIC.md", ("cleverdon",), "0" * 64)
-    jm.write_version(root / version, manifest, data, {"RUBRIC.md": b"Cranfield's five grades\n"})
+    manifest = jm.Manifest(version, parent, "2026-11-30", shipped.scale, "RUBRIC.md", shipped.annotators[:1], "0" * 64)
+    jm.write_version(root / version, manifest, data,
+                     {"RUBRIC.md": (ROOT / "data" / "judgments" / "RUBRIC.md").read_bytes()})
 
 
-def test_the_command_follows_the_cli_protocol(tmp_path, monkeypatch, capsys):
-    """`releval archive` once registered in releval.cli.COMMANDS (until then: python -m releval.commands.archive)."""
+def test_the_command_follows_the_cli_protocol(tmp_path, capsys):
     from releval import cli
 
-    monkeypatch.setitem(cli.COMMANDS, "archive", "keep every run by content hash")
     repo = git_repo(tmp_path / "repo")
     (repo / "README").write_text("x\n")
     commit_all(repo, "one")

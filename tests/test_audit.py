@@ -1,12 +1,13 @@
 """`releval audit`: lineage of a reported number, and verification of every link.
 
-Fast tests run on a tiny hand-built repository (no DVC run); the slow ones build a real small
-project (Cranfield slice, two MiniLM configurations, BM25, RRF, a reranked run, and the
-`report` stage proposed for dvc.yaml), then tamper with one input at a time.
+Fast tests run on a tiny hand-built repository (no DVC run); the slow ones audit the shipped
+default grid run by `dvc repro` on the embedded pydocs data (conftest's `default_project`: MiniLM
+and e5-small, two chunkings, BM25, RRF, a reranked run, and the `report` stage), then tamper with
+one input at a time in a private copy.
 """
 
+import gzip
 import json
-import shutil
 import sys
 from pathlib import Path
 
@@ -14,70 +15,47 @@ import polars as pl
 import pytest
 import yaml
 
-from conftest import CRANFIELD, ROOT, make_project, require_cranfield, run
+from conftest import copy_project, run
 from releval import audit, io, runs
+from releval import judgments as jm
 from releval.errors import InputError
 from releval.metrics import Contract, evaluate
 
 # --------------------------------------------------------------------------- the real project
 
-# The stage and plots this work proposes for dvc.yaml (see stages/report.py); test projects get them.
-def overrides() -> list[str]:
-    """tests/test_pipeline.py's small grid, with the corpus and judgments copied into the project
-    (so that tampering with them is tampering with this project only) and a query prompt on the
-    second MiniLM (a legitimate protocol difference under one card)."""
-    return [
-        "dataset=cranfield-mini", "judgments=cranfield",
-        "dataset.corpus.path=data/cran.all.1400",
-        f"dataset.queries.path={CRANFIELD / 'cran.qry'}",
-        "judgments.path=data/cranqrel",
-        "~model@models.e5small", "+model@models.minilm_b=minilm", "grid.models=[minilm,minilm_b]",
-        "grid.chunkings=[c256]", "rerankers.e5.model=minilm_b", "rerankers.e5.top_n=20",
-        "models.minilm_b.query_prompt=query: ",
-    ]
+JUDGMENTS = Path("data") / "judgments" / "v2"   # the active judgment set of the default config
+CORPUS = Path("data") / "pydocs" / "corpus.jsonl.gz"
 
 
 def sh(cmd, cwd, check=True):
     return run(cmd, Path(cwd), check=check)
 
 
-def build_project(dest: Path) -> Path:
-    require_cranfield()
-    make_project(dest)
-    (dest / "data").mkdir(exist_ok=True)
-    for name in ("cranqrel", "cran.all.1400"):
-        shutil.copy(CRANFIELD / name, dest / "data" / name)
-    sh(["releval", "params", *overrides()], dest)
-    sh(["git", "add", "-A"], dest)
-    sh(["git", "commit", "-qm", "code, configuration and inputs"], dest)
-    sh(["dvc", "repro"], dest)
-    sh(["git", "add", "-A"], dest)
-    sh(["git", "commit", "-qm", "first repro"], dest)
-    return dest
-
-
-_SHARED: dict[str, Path] = {}
-
-
-def shared_project(base: Path | None = None) -> Path:
-    """One built project per test session (built on first use, then only read or copied)."""
-    if "path" not in _SHARED:
-        if base is None:
-            import tempfile
-
-            base = Path(tempfile.mkdtemp(prefix="releval-audit-"))
-        _SHARED["path"] = build_project(base / "project")
-    return _SHARED["path"]
-
-
-def copy_project(dest: Path) -> Path:
-    shutil.copytree(shared_project(), dest, symlinks=True)
-    return dest
-
-
-@pytest.fixture(scope="session")
-def project(tmp_path_factory) -> Path:
-    return shared_project(tmp_path_factory.mktemp("shared"))
+def regrade_one_judgment(project: Path, *, seal: bool = True) -> tuple[str, str, int]:
+    """Grade 0 for the best-ranked document of minilm/c256's run that is judged relevant to its
+    (dev) query, on every annotator's line of it in the active set. ``seal``: re-seal the set
+    (a new manifest hash: a legitimate new state that `dvc repro` reads); otherwise only
+    judgments.jsonl is edited (tampering, which the judgments stage would refuse). Returns
+    (query_id, doc_id, its former grade)."""
+    qrels = pl.read_parquet(project / "data" / "work" / "qrels.parquet")
+    ranked = (runs.collapse_to_documents(pl.read_parquet(
+        project / "data" / "work" / "runs" / "dense" / "minilm" / "c256" / "run.parquet"))
+        .join(qrels.filter(pl.col("grade") >= 1), on=["query_id", "doc_id"]).sort("rank", "query_id"))
+    query_id, doc_id, grade = ranked.select("query_id", "doc_id", "grade").row(0)
+    folder = project / JUDGMENTS
+    records = [json.loads(line) for line in (folder / "judgments.jsonl").read_text(encoding="utf-8").splitlines()]
+    hits = [r for r in records if (r["query_id"], r["doc_id"]) == (query_id, doc_id)]
+    assert hits and all(r["grade"] >= 1 for r in hits)
+    for record in hits:
+        record["grade"] = 0
+    data = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode("utf-8")
+    if seal:
+        manifest, errors = jm.read_manifest(folder / "manifest.yaml", expected_version=folder.name)
+        assert manifest is not None, errors
+        jm.write_version(folder, manifest, data)
+    else:
+        (folder / "judgments.jsonl").write_bytes(data)
+    return query_id, doc_id, grade
 
 
 def audit_cli(cwd, *args):
@@ -278,7 +256,8 @@ def test_bad_references_exit_2_naming_what_exists(tmp_path):
 # --------------------------------------------------------------------------- on a real pipeline
 
 @pytest.mark.slow
-def test_untouched_project_every_number_recomputes_and_every_link_holds(project):
+def test_untouched_project_every_number_recomputes_and_every_link_holds(default_project):
+    project = default_project
     metrics = json.loads((project / "reports" / "metrics.json").read_text())
     expected = sum(len(metrics["contract"]["metrics"]) + sum(len(s["mean"]) for s in (row.get("slices") or {}).values())
                    for row in metrics["configs"].values())
@@ -297,23 +276,20 @@ def test_untouched_project_every_number_recomputes_and_every_link_holds(project)
     for stage in ("ingest", "queries", "judgments", "chunk@c256", "model@minilm", "encode@minilm-c256",
                   "index@minilm-c256", "retrieve@minilm-c256", "score"):
         assert f"stage {stage}:" in out, stage
-    assert "stage bm25@c256:" not in out  # not an input of this number
+    for stage in ("bm25@c256", "model@e5small", "chunk@c512"):
+        assert f"stage {stage}:" not in out, stage  # not inputs of this number
     for expected_text in ("sidecar data/work/emb/minilm/c256/encode.json", "sidecar data/work/index/minilm/c256/index.json",
-                          "sidecar data/work/chunks/c256.json", "judgments  cranfield-1", "weights sha256",
-                          "md5 ", ".dir", "param   chunkings.c256", "packages (installed now): releval",
-                          "git: commit", "bit-for-bit", "result: OK"):
+                          "sidecar data/work/chunks/c256.json", "judgments  v2 (source data/judgments/v2",
+                          "weights sha256", "md5 ", ".dir", "param   chunkings.c256",
+                          "packages (installed now): releval", "git: commit", "bit-for-bit", "result: OK"):
         assert expected_text in out, expected_text
     path_form = audit_cli(project, "configs.rrf(minilm,bm25)/c256.recall@100")
     assert path_form.returncode == 0 and "stage fuse@rrf-minilm-c256:" in path_form.stdout
     assert "stage bm25@c256:" in path_form.stdout and "stage retrieve@minilm-c256:" in path_form.stdout
 
 
-def _edit_qrels(project: Path) -> None:
-    path = project / "data" / "cranqrel"
-    lines = path.read_text().splitlines(keepends=True)
-    q, d, grade = lines[0].split()[:3]
-    lines[0] = f"{q} {d} {4 if grade != '4' else 1} \n"
-    path.write_text("".join(lines))
+def _edit_judgment(project: Path) -> None:
+    regrade_one_judgment(project, seal=False)
 
 
 def _edit_run(project: Path) -> None:
@@ -324,9 +300,14 @@ def _edit_run(project: Path) -> None:
 
 
 def _edit_corpus(project: Path) -> None:
-    path = project / "data" / "cran.all.1400"
-    text = path.read_text()
-    path.write_text(text.replace("experimental investigation", "experimental INVESTIGATION", 1))
+    """Upper-case one word of one document: the corpus changes, its gzip framing does not."""
+    path = project / CORPUS
+    with gzip.open(path, "rb") as fh:
+        text = fh.read()
+    edited = text.replace(b"Python", b"PYTHON", 1)
+    assert edited != text
+    with gzip.GzipFile(path, "wb", mtime=0) as fh:
+        fh.write(edited)
 
 
 def _delete_qrels(project: Path) -> None:
@@ -335,16 +316,16 @@ def _delete_qrels(project: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("tamper,names", [
-    (_edit_qrels, ["BROKEN (stale)", "data/cranqrel: modified since stage judgments ran",
-                   "BROKEN (modified)    sidecar    data/cranqrel"]),
+    (_edit_judgment, ["BROKEN (stale)", f"{JUDGMENTS.as_posix()}: modified since stage judgments ran",
+                      f"BROKEN (modified)    sidecar    {JUDGMENTS.as_posix()}"]),
     (_edit_run, ["BROKEN (mismatch)    recompute", "BROKEN (mismatch)    run file",
                  "output of stage retrieve@minilm-c256 was modified",
                  "[data/work/runs/dense/minilm/c256/run.parquet modified]"]),
-    (_edit_corpus, ["BROKEN (stale)", "data/cran.all.1400: modified since stage ingest ran"]),
+    (_edit_corpus, ["BROKEN (stale)", f"{CORPUS.as_posix()}: modified since stage ingest ran"]),
     (_delete_qrels, ["BROKEN (missing)", "data/work/qrels.parquet"]),
 ], ids=["judgment", "run-row", "corpus", "deleted-qrels"])
-def test_tampering_names_the_broken_link_and_exits_1(project, tmp_path, tamper, names):
-    copy = copy_project(tmp_path / "tampered")
+def test_tampering_names_the_broken_link_and_exits_1(default_project, tmp_path, tamper, names):
+    copy = copy_project(default_project, tmp_path / "tampered")
     assert audit_cli(copy, "minilm/c256", "ndcg@10").returncode == 0
     tamper(copy)
     result = audit_cli(copy, "minilm/c256", "ndcg@10")
@@ -357,8 +338,8 @@ def test_tampering_names_the_broken_link_and_exits_1(project, tmp_path, tamper, 
 
 
 @pytest.mark.slow
-def test_a_change_to_another_configuration_leaves_this_number_intact(project, tmp_path):
-    copy = copy_project(tmp_path / "other-run")
+def test_a_change_to_another_configuration_leaves_this_number_intact(default_project, tmp_path):
+    copy = copy_project(default_project, tmp_path / "other-run")
     _edit_run(copy)  # minilm/c256's run; bm25/c256 does not read it
     result = audit_cli(copy, "bm25/c256", "map")
     assert result.returncode == 0, result.stdout
@@ -366,10 +347,10 @@ def test_a_change_to_another_configuration_leaves_this_number_intact(project, tm
 
 
 @pytest.mark.slow
-def test_audit_at_an_earlier_revision_restores_its_data_from_the_cache(project, tmp_path):
-    copy = copy_project(tmp_path / "history")
+def test_audit_at_an_earlier_revision_restores_its_data_from_the_cache(default_project, tmp_path):
+    copy = copy_project(default_project, tmp_path / "history")
     old = json.loads((copy / "reports" / "metrics.json").read_text())["configs"]["minilm/c256"]
-    _edit_qrels(copy)
+    regrade_one_judgment(copy)
     sh(["dvc", "repro"], copy)
     sh(["git", "add", "-A"], copy)
     sh(["git", "commit", "-qm", "regrade one judgment"], copy)

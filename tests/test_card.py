@@ -218,43 +218,42 @@ def test_slice_means_and_the_markdown_summary():
 
 # --------------------------------------------------------------------------- on a real pipeline
 
-@pytest.fixture(scope="module")
-def project(tmp_path_factory):
-    from test_audit import shared_project
+def _corpus_documents(project) -> int:
+    """Documents in the project's corpus file, counted from the input itself."""
+    import gzip
 
-    return shared_project(tmp_path_factory.mktemp("shared"))
+    with gzip.open(project / "data" / "pydocs" / "corpus.jsonl.gz", "rt", encoding="utf-8") as fh:
+        return sum(1 for line in fh if line.strip())
 
 
 @pytest.mark.slow
-def test_report_stage_writes_valid_card_and_observations_and_refuses_cross_card_ranking(project, tmp_path):
-    from test_audit import copy_project, sh
+def test_report_stage_writes_valid_card_and_observations_and_refuses_cross_card_ranking(default_project, tmp_path):
+    from conftest import copy_project, run
+    from test_audit import regrade_one_judgment
 
-    base = project
+    base = default_project
     card = json.loads((base / "reports" / "card.json").read_text())
     observations = json.loads((base / "reports" / "observations.json").read_text())
     cards.validate_card(card)
     cards.validate_observations(observations, card)
     metrics = json.loads((base / "reports" / "metrics.json").read_text())
     assert {o["config_id"] for o in observations["observations"]} == set(metrics["configs"])
-    assert card["corpus"]["documents"] == 300 and card["queries"]["count"] == metrics["contract"]["queries"]
-    assert card["judgments"]["version"] == "cranfield-1"
-    head = sh(["git", "rev-parse", "HEAD~1"], base).stdout.strip()  # the commit the repro ran on
+    assert card["corpus"]["documents"] == _corpus_documents(base)
+    assert card["queries"]["count"] == metrics["contract"]["queries"]
+    assert card["judgments"]["version"] == "v2"
+    head = run(["git", "rev-parse", "HEAD~1"], base).stdout.strip()  # the commit the repro ran on
     assert card["code"] == {"commit": head, "dirty": False, "dirty_paths": []}
     by_id = {o["config_id"]: o for o in observations["observations"]}
-    # minilm_b runs the same weights with a query prompt: a legitimate protocol difference under one card
-    assert by_id["minilm_b/c256"]["protocol_applied"]["minilm_b"]["query_prompt"] == "query: "
+    # e5small runs with a query prompt, minilm without: a legitimate protocol difference under one card
+    assert by_id["e5small/c256"]["protocol_applied"]["e5small"]["query_prompt"] == "query: "
     assert by_id["minilm/c256"]["protocol_applied"]["minilm"]["query_prompt"] == ""
     ranked = cards.rank_observations(observations["observations"], [card], "ndcg@10")
     assert len(ranked) == len(metrics["configs"])
 
     # Regrade one judgment and rerun: a new card; ranking old and new observations together is refused.
-    project = copy_project(tmp_path / "regraded")
-    qrels = project / "data" / "cranqrel"
-    lines = qrels.read_text().splitlines(keepends=True)
-    q, d, grade = lines[0].split()[:3]
-    lines[0] = f"{q} {d} {4 if grade != '4' else 1} \n"
-    qrels.write_text("".join(lines))
-    sh(["dvc", "repro"], project)
+    project = copy_project(default_project, tmp_path / "regraded")
+    regrade_one_judgment(project)
+    run(["dvc", "repro"], project)
     new_card = json.loads((project / "reports" / "card.json").read_text())
     new_observations = json.loads((project / "reports" / "observations.json").read_text())["observations"]
     assert new_card["card_id"] != card["card_id"]

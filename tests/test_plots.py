@@ -219,17 +219,10 @@ def test_png_changes_with_the_data_and_unknown_plots_are_refused():
 
 # --------------------------------------------------------------------------- on a real pipeline
 
-@pytest.fixture(scope="module")
-def project(tmp_path_factory):
-    from test_audit import shared_project
-
-    return shared_project(tmp_path_factory.mktemp("shared"))
-
-
 @pytest.mark.slow
-def test_report_stage_writes_plot_data_that_agrees_with_the_scores(project):
-    metrics = json.loads((project / "reports" / "metrics.json").read_text())
-    folder = project / "reports" / "plots"
+def test_report_stage_writes_plot_data_that_agrees_with_the_scores(default_project):
+    metrics = json.loads((default_project / "reports" / "metrics.json").read_text())
+    folder = default_project / "reports" / "plots"
     for name in plots.PLOTS:
         assert json.loads((folder / f"{name}.json").read_text()), name
         assert _ink((folder / f"{name}.png").read_bytes()) > 0.01, name
@@ -243,14 +236,51 @@ def test_report_stage_writes_plot_data_that_agrees_with_the_scores(project):
     assert at_100 == {cid: row["recall@100"] for cid, row in metrics["configs"].items()}
     differences = json.loads((folder / "difference_hist.json").read_text())
     assert {r["baseline"] for r in differences} == {"minilm/c256"}
-    report = (project / "reports" / "report.md").read_text()
+    report = (default_project / "reports" / "report.md").read_text()
     for heading in ("## Grid", "## Against the baseline `minilm/c256`", "## Slices", "## Worst queries",
                     "## Evaluation card", "## Warnings"):
         assert heading in report, heading
-    assert "1. candidate bm25/c256 vs baseline minilm/c256" in report and "judged@10 = " in report
+    assert "1. candidate bm25/c256 vs baseline minilm/c256" in report
+    # A configuration whose top documents are mostly unjudged is warned about, and only such a one
+    # (on this small, densely judged corpus none is: see the next test for one that is).
+    assert_judged_warnings(report, metrics)
     assert "truncated at minilm's max_seq_length" in report
-    status = run(["dvc", "status"], project)
+    status = run(["dvc", "status"], default_project)
     assert "up to date" in status.stdout, status.stdout
+
+
+JUDGED_WARNING = 0.5  # stages/report.py: judged@k below this leans on unjudged documents
+
+
+def assert_judged_warnings(report: str, metrics: dict) -> list[str]:
+    """The report's judged@10 warnings are exactly those of the configurations below the threshold."""
+    warnings = report.split("## Warnings")[1]
+    low = []
+    for cid, row in metrics["configs"].items():
+        warned = f"- {cid}: judged@10 = {row['judged@10']:.2f}: most of its top documents are unjudged" in warnings
+        assert warned == (row["judged@10"] < JUDGED_WARNING), (cid, row["judged@10"])
+        low += [cid] if warned else []
+    return low
+
+
+@pytest.mark.slow
+def test_report_warns_where_most_top_documents_are_unjudged(default_project, tmp_path):
+    """Judgments that keep only the relevant documents leave most retrieved documents unjudged."""
+    from conftest import copy_project
+    from releval import judgments as jm
+
+    project = copy_project(default_project, tmp_path / "sparse")
+    folder = project / "data" / "judgments" / "v2"
+    lines = (folder / "judgments.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    kept = [line for line in lines if json.loads(line)["grade"] >= 1]
+    assert 0 < len(kept) < len(lines)
+    manifest, errors = jm.read_manifest(folder / "manifest.yaml", expected_version="v2")
+    assert manifest is not None, errors
+    jm.write_version(folder, manifest, "".join(kept).encode("utf-8"))
+    run(["dvc", "repro"], project)
+    metrics = json.loads((project / "reports" / "metrics.json").read_text())
+    report = (project / "reports" / "report.md").read_text()
+    assert assert_judged_warnings(report, metrics)  # at least one configuration is warned about
 
 
 def _chromium(*args):
@@ -259,8 +289,8 @@ def _chromium(*args):
 
 @pytest.mark.slow
 @needs_chromium
-def test_report_page_renders_every_chart_offline(project):
-    dom = _chromium("--dump-dom", (project / "reports" / "report.html").as_uri()).stdout
+def test_report_page_renders_every_chart_offline(default_project):
+    dom = _chromium("--dump-dom", (default_project / "reports" / "report.html").as_uri()).stdout
     for name in plots.PLOTS:
         start = dom.index(f'id="plot-{name}"')
         end = dom.find('id="plot-', start + 10)
@@ -276,10 +306,10 @@ def _screenshot_ink(page: Path, shot: Path) -> float:
 
 @pytest.mark.slow
 @needs_chromium
-def test_dvc_plots_show_renders_offline_with_the_committed_template(project, tmp_path):
+def test_dvc_plots_show_renders_offline_with_the_committed_template(default_project, tmp_path):
     # No flag: .dvc/config names the offline template, so a plain `dvc plots show` uses it.
     ours = tmp_path / "offline"
-    run(["dvc", "plots", "show", "-o", str(ours)], project)
+    run(["dvc", "plots", "show", "-o", str(ours)], default_project)
     page = ours / "index.html"
     assert page.read_text().count("vegaEmbed('#") == 4
     dom = _chromium("--dump-dom", page.as_uri()).stdout
@@ -291,6 +321,6 @@ def test_dvc_plots_show_renders_offline_with_the_committed_template(project, tmp
     default_template = tmp_path / "dvc_default.html"
     default_template.write_text(PAGE_HTML)
     cdn = tmp_path / "cdn"
-    run(["dvc", "plots", "show", "--html-template", str(default_template), "-o", str(cdn)], project)
+    run(["dvc", "plots", "show", "--html-template", str(default_template), "-o", str(cdn)], default_project)
     blank = _screenshot_ink(cdn / "index.html", tmp_path / "cdn.png")
     assert blank < 0.001 and rendered > 0.005, (blank, rendered)
