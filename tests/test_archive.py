@@ -339,7 +339,7 @@ def test_idcg_change_report_by_hand(tmp_path):
     assert md.startswith("# IDCG changes: `v1` → `v2`") and "not a ranking" in md
     assert f"| `q1` | 10 | {IDCG_V1['q1']:.4f} | {IDCG_V2['q1']:.4f} | {IDCG_V2['q1'] - IDCG_V1['q1']:+.4f} | " \
            "added d4 (grade 3) |" in md
-    assert f"| `toy/c1` | `" in md and f"{A_V1:.4f} | {A_V2:.4f} | {A_V2 - A_V1:+.4f} | 2 → 2 |" in md
+    assert "| `toy/c1` | `" in md and f"{A_V1:.4f} | {A_V2:.4f} | {A_V2 - A_V1:+.4f} | 2 → 2 |" in md
     assert "q3" not in md
 
 

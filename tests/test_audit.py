@@ -159,7 +159,7 @@ def test_an_untouched_number_is_recomputed_bit_for_bit(tmp_path):
     assert all(link.status == "ok" for link in every) and every[-1].check == "dvc.lock"
     # Without DVC's status (this folder is no DVC repository) nothing in dvc.lock is verified: broken.
     unchecked = audit.verify_all(root)
-    assert [(l.subject, l.status) for l in unchecked if l.broken] == [("dvc status", "missing")]
+    assert [(link.subject, link.status) for link in unchecked if link.broken] == [("dvc status", "missing")]
 
 
 def test_a_number_that_differs_from_its_inputs_is_a_broken_link(tmp_path):
@@ -169,9 +169,9 @@ def test_a_number_that_differs_from_its_inputs_is_a_broken_link(tmp_path):
     document["configs"]["m/c1"]["map"] += 1e-12  # the smallest edit still breaks the chain
     metrics_path.write_text(json.dumps(document))
     verification = audit.verify(root, audit.assemble(root, audit.MetricRef("m/c1", "map")), status=CLEAN)
-    assert [(l.check, l.status) for l in verification.broken] == [("recompute", "mismatch")]
+    assert [(link.check, link.status) for link in verification.broken] == [("recompute", "mismatch")]
     assert "result: BROKEN (1 link: m/c1 map mismatch)" in audit.render_verification(verification)
-    statuses = {l.subject: l.status for l in audit.verify_all(root, status=CLEAN)}
+    statuses = {link.subject: link.status for link in audit.verify_all(root, status=CLEAN)}
     assert statuses["m/c1 map"] == "mismatch" and statuses["m/c1 ndcg@10"] == "ok"
 
 
@@ -190,7 +190,7 @@ def test_a_changed_run_file_breaks_the_run_link(tmp_path):
     table = pl.read_parquet(path)
     table.with_columns(pl.col("score") * 1.0).sort("score").write_parquet(path)  # same rows, other bytes
     verification = audit.verify(root, audit.assemble(root, audit.MetricRef("m/c1", "ndcg@10")), status=CLEAN)
-    assert [(l.check, l.status) for l in verification.broken] == [("run file", "mismatch")]
+    assert [(link.check, link.status) for link in verification.broken] == [("run file", "mismatch")]
 
 
 def test_operational_figures_are_checked_against_the_run_sidecar(tmp_path):
@@ -202,7 +202,7 @@ def test_operational_figures_are_checked_against_the_run_sidecar(tmp_path):
     meta["ops"]["latency_ms_p95"] = 2.0
     sidecar.write_text(json.dumps(meta))
     broken = audit.verify(root, audit.assemble(root, ref), status=CLEAN).broken
-    assert [(l.check, l.status) for l in broken] == [("recompute", "mismatch")]
+    assert [(link.check, link.status) for link in broken] == [("recompute", "mismatch")]
 
 
 def test_dvc_status_entries_become_named_links(tmp_path):
@@ -217,14 +217,14 @@ def test_dvc_status_entries_become_named_links(tmp_path):
     }
     data = {"uncommitted": {"modified": ["data/work/runs/dense/m/c1/", "data/work/runs/dense/m/c1/run.parquet"]}}
     links = audit.verify(root, lineage, status=(status, data)).links
-    found = {(l.subject, l.status) for l in links if l.check == "dvc.lock"}
+    found = {(link.subject, link.status) for link in links if link.check == "dvc.lock"}
     assert ("qrels.txt", "stale") in found
     assert ("data/work/queries.parquet", "missing") in found
     assert ("data/work/runs/dense/m/c1", "modified") in found
     assert ("stage retrieve@m-c1", "stale") in found
     assert ("stage score", "stale") in found
     assert ("data/work/other", "note") in found  # outside this number's lineage: reported, not broken
-    modified = next(l for l in links if l.subject == "data/work/runs/dense/m/c1")
+    modified = next(link for link in links if link.subject == "data/work/runs/dense/m/c1")
     assert "data/work/runs/dense/m/c1/run.parquet modified" in modified.detail and "md5 7.dir" in modified.detail
 
 
@@ -235,7 +235,7 @@ def test_a_change_in_another_run_only_is_a_note_for_this_number(tmp_path):
                  {"uncommitted": {"modified": ["data/work/runs/bm25/c1/run.parquet"]}})
     verification = audit.verify(root, lineage, status=elsewhere)
     assert verification.ok
-    assert any(l.status == "note" and "other runs only" in l.detail for l in verification.links)
+    assert any(link.status == "note" and "other runs only" in link.detail for link in verification.links)
     here = ({"score": [{"changed deps": {"data/work/runs": "modified"}}]},
             {"uncommitted": {"modified": ["data/work/runs/dense/m/c1/run.parquet"]}})
     assert not audit.verify(root, lineage, status=here).ok
@@ -266,7 +266,7 @@ def test_untouched_project_every_number_recomputes_and_every_link_holds(default_
     assert f"{expected} of {expected} numbers in reports/metrics.json recomputed" in result.stdout
     assert "result: OK" in result.stdout
     data = json.loads(audit_cli(project, "--all", "--json").stdout)
-    assert data["ok"] and sum(l["check"] == "recompute" and l["status"] == "ok" for l in data["links"]) == expected
+    assert data["ok"] and sum(link["check"] == "recompute" and link["status"] == "ok" for link in data["links"]) == expected
 
     result = audit_cli(project, "minilm/c256", "ndcg@10")
     assert result.returncode == 0, result.stdout + result.stderr

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,8 +12,9 @@ from rank_bm25 import BM25Okapi
 from releval.bm25 import ENGLISH_STOPWORDS, BM25Index, TokenizerConfig, tokenize, top_k_indices
 from releval.errors import InputError
 
-TOLERANCE = 1e-9
 from conftest import CRANFIELD, CRANFIELD_MISSING
+
+TOLERANCE = 1e-9
 
 
 # ---------------------------------------------------------------------------------------------

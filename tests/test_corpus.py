@@ -22,8 +22,9 @@ from releval.corpus import (
 )
 from releval.errors import InputError
 
-DATA = Path(__file__).resolve().parent / "data" / "corpus"
 from conftest import CRANFIELD, needs_cranfield
+
+DATA = Path(__file__).resolve().parent / "data" / "corpus"
 
 
 def sha(title: str, text: str) -> str:

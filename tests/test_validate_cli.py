@@ -150,7 +150,7 @@ def test_a_judgments_file_without_manifest_and_an_explicit_corpus(dataset, tmp_p
     code, out, _ = validate(capsys, loose, "--corpus", dataset / "corpus.jsonl.gz", "--queries",
                             dataset / "queries.jsonl")
     assert code == 1
-    assert [(PROBLEM.match(l)["line"], PROBLEM.match(l)["field"]) for l in out] == [("2", "grade"), ("2", "doc_id")]
+    assert [(PROBLEM.match(line)["line"], PROBLEM.match(line)["field"]) for line in out] == [("2", "grade"), ("2", "doc_id")]
 
 
 def test_a_broken_corpus_is_reported(dataset, tmp_path, capsys):
@@ -169,7 +169,7 @@ def test_a_filled_pool_against_a_set(dataset, tmp_path, capsys):
     code, out, _ = validate(capsys, filled, "--judgments", dataset / "judgments" / "v1", "--queries",
                             dataset / "queries.jsonl", "--corpus", dataset / "corpus.jsonl.gz")
     assert code == 1
-    assert [(PROBLEM.match(l)["line"], PROBLEM.match(l)["field"]) for l in out] == [
+    assert [(PROBLEM.match(line)["line"], PROBLEM.match(line)["field"]) for line in out] == [
         ("2", "doc_id"), ("4", "grade"), ("5", "annotator")]
     assert "already judged" in out[0] and "not on the scale" in out[1] and out[2].endswith("missing")
     filled.write_text("query_id,query,doc_id,title,snippet,grade,annotator\n"

@@ -469,7 +469,7 @@ def compare_grid(per_query: pl.DataFrame, baseline: str, metric: str,
     if others:
         grid = stats.bootstrap_many(matrix[:, b], matrix[:, others], n_resamples, 1 - alpha, seed)
         wlt = [stats.win_loss_tie(matrix[:, b], matrix[:, i]) for i in others]
-        p_sign = np.array([stats.sign_test(w, l) for w, l, _ in wlt])
+        p_sign = np.array([stats.sign_test(wins, losses) for wins, losses, _ in wlt])
         p_boot_holm, p_sign_holm = stats.holm(grid.p_value), stats.holm(p_sign)
         for k, i in enumerate(others):
             low, high = float(grid.low[k]), float(grid.high[k])

@@ -43,7 +43,6 @@ from releval.corpus import dataset_root_of, find_corpus, find_queries, read_docs
 from releval.errors import InputError, InputErrors
 from releval.pool import build_pool, expand_runs, read_any_run, read_filled_pool, read_query_texts, top_documents, \
     write_pool
-from releval.schemas import raise_all
 
 def configure(parser: argparse.ArgumentParser) -> None:
     make = parser.add_argument_group("make a pool")
