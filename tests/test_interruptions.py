@@ -1,89 +1,102 @@
-"""Killed runs and concurrent runs never leave a result that looks complete but is not.
+"""Concurrent runs never leave a result that looks complete but is not.
 
-A real `dvc repro` on a slice of Cranfield is SIGKILLed while it encodes, while it indexes
-and while it scores; the next `dvc repro` must finish and every output must be whole. Two
-`dvc repro` at once: the second must fail cleanly on DVC's lock while the first completes.
+Two `dvc repro` at once on a copy of the default project (``default_project``, the small pydocs
+cut): the second must fail cleanly on DVC's locks while the first completes, its outputs whole.
+The first is held, deterministically, inside one of its stages while the second tries: a
+``python`` placed first on PATH (DVC runs each stage's ``python stages/...`` through the shell)
+waits at the chosen stage until the test lets it go.
+
+Killed runs are covered by the fault-injection tests of test_default_pipeline.py (a stage
+SIGKILLed at a chosen point inside the writer, then redone byte for byte).
 """
 
 import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import polars as pl
 import pytest
+import yaml
 
-from conftest import BIN, make_project, require_cranfield, run
+from conftest import BIN, MINI_CHUNKINGS, copy_project, ran_stages, run
 
 pytestmark = pytest.mark.slow
 
+CONFIGS = {f"{m}/{c}" for m in ("minilm", "e5small") for c in ("c256", "c512")} \
+    | {f"bm25/{c}" for c in ("c256", "c512")} \
+    | {f"rrf({m},bm25)/{c}" for m in ("minilm", "e5small") for c in ("c256", "c512")} \
+    | {"minilm/c256+rerank(e5)"}
 
-def compose(project: Path, cranfield: Path) -> None:
-    run(["releval", "params", "dataset=cranfield-mini", "judgments=cranfield",
-         f"dataset.corpus.path={cranfield / 'cran.all.1400'}", f"dataset.queries.path={cranfield / 'cran.qry'}",
-         f"judgments.path={cranfield / 'cranqrel'}", "~model@models.e5small", "grid.models=[minilm]",
-         "grid.chunkings=[c256]", "~grid.reranked.minilm-c256-e5"], project)
+GATE_PYTHON = """#!/bin/sh
+# Stands in for python in the stages' commands: at stage script {script}, say so, then wait
+# until the test removes the hold file.
+if [ "$1" = "{script}" ]; then
+    : > "{gate}/entered"
+    while [ -e "{gate}/hold" ]; do sleep 0.05; done
+fi
+exec "{python}" "$@"
+"""
 
 
-def start_repro(project: Path, log: Path) -> subprocess.Popen:
-    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
-    return subprocess.Popen(["dvc", "repro"], cwd=project, env=env, stdout=open(log, "w"),
-                            stderr=subprocess.STDOUT, start_new_session=True)
-
-
-def kill_when_running(process: subprocess.Popen, log: Path, stage_prefix: str, timeout: float = 300) -> bool:
-    """SIGKILL the whole repro (DVC and the stage it runs) once `stage_prefix` has started."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if f"Running stage '{stage_prefix}" in log.read_text():
-            time.sleep(0.5)  # let the stage's process get going
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-            return True
-        if process.poll() is not None:
-            return False
-        time.sleep(0.05)
-    os.killpg(process.pid, signal.SIGKILL)
-    raise AssertionError(f"stage {stage_prefix} never started:\n{log.read_text()}")
+def gated_env(gate: Path, script: str) -> dict[str, str]:
+    """An environment whose `python` stops at ``script`` while ``gate/hold`` exists."""
+    gate.mkdir(parents=True)
+    shim = gate / "bin" / "python"
+    shim.parent.mkdir()
+    shim.write_text(GATE_PYTHON.format(script=script, gate=gate, python=sys.executable))
+    shim.chmod(0o755)
+    (gate / "hold").touch()
+    return {**os.environ, "PATH": os.pathsep.join([str(shim.parent), str(BIN), os.environ.get("PATH", "")])}
 
 
 def assert_outputs_whole(project: Path) -> None:
     metrics = json.loads((project / "reports" / "metrics.json").read_text())
-    assert set(metrics["configs"]) == {"minilm/c256", "bm25/c256", "rrf(minilm,bm25)/c256"}
-    for run_dir in (project / "data" / "work" / "runs").rglob("run.json"):
-        assert pl.read_parquet(run_dir.parent / "run.parquet").height > 0
+    assert set(metrics["configs"]) == CONFIGS
+    runs = list((project / "data" / "work" / "runs").rglob("run.json"))
+    assert len(runs) == len(CONFIGS)
+    for run_json in runs:
+        assert pl.read_parquet(run_json.parent / "run.parquet").height > 0, run_json
     assert run(["dvc", "status"], project).stdout.strip() == "Data and pipelines are up to date."
-    # A killed writer may leave its temporary file behind, but never inside a tracked output.
-    tracked = ["data/work/emb", "data/work/index", "data/work/runs"]  # directory outputs DVC hashes whole
-    assert [p for d in tracked for p in (project / d).rglob(".releval-tmp-*")] == []
+    # No writer's temporary file is left anywhere among the outputs.
+    assert [p for d in ("data/work", "reports") for p in (project / d).rglob(".releval-tmp-*")] == []
 
 
-def test_sigkill_mid_stage_then_repro_finishes_correctly(tmp_path):
-    cranfield = require_cranfield()
-    project = make_project(tmp_path / "killed")
-    compose(project, cranfield)
-    for stage in ("encode@", "index@", "score"):
-        log = tmp_path / f"kill-{stage.strip('@')}.log"
-        killed = kill_when_running(start_repro(project, log), log, stage)
-        assert killed, f"repro finished before {stage} could be killed"
-        run(["rm", "-f", ".dvc/tmp/rwlock", ".dvc/tmp/lock"], project, check=False)
-    run(["dvc", "repro"], project)
-    assert_outputs_whole(project)
-
-
-def test_second_concurrent_repro_fails_cleanly(tmp_path):
-    cranfield = require_cranfield()
-    project = make_project(tmp_path / "concurrent")
-    compose(project, cranfield)
+def test_second_concurrent_repro_fails_cleanly(default_project, tmp_path):
+    project = copy_project(default_project, tmp_path / "concurrent")
+    run(["releval", "params", MINI_CHUNKINGS, "fusions.rrf.k=10"], project)  # the fusions, then scoring, rerun
+    gate = tmp_path / "gate"
     log = tmp_path / "first.log"
-    first = start_repro(project, log)
-    deadline = time.monotonic() + 120
-    while "Running stage" not in log.read_text() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    second = run(["dvc", "repro"], project, check=False)
-    assert second.returncode != 0
-    assert "lock" in (second.stderr + second.stdout).lower()
-    assert first.wait(timeout=900) == 0
+    with open(log, "w") as out:
+        first = subprocess.Popen(["dvc", "repro"], cwd=project, env=gated_env(gate, "stages/score.py"),
+                                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 600
+        while not (gate / "entered").exists():  # the first repro is inside `score`, holding DVC's lock
+            assert first.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.05)
+        second = run(["dvc", "repro"], project, check=False)
+        assert second.returncode != 0
+        # DVC lets go of its repository lock while a stage's command runs and keeps locks on that stage's
+        # paths instead (.dvc/tmp/rwlock): the second run stops at the first stage that touches one of
+        # them (`queries`, whose output `score` reads), naming the first run as the blocker, having run nothing.
+        assert "is busy, it is being blocked by" in second.stderr and f"(PID {first.pid})" in second.stderr
+        assert "rwlock" in second.stderr
+        assert ran_stages(second.stdout) == set()
+    except BaseException:
+        os.killpg(first.pid, signal.SIGKILL)  # a failed check must not leave the first run behind
+        first.wait()
+        raise
+    finally:
+        (gate / "hold").unlink(missing_ok=True)
+    assert first.wait(timeout=900) == 0, log.read_text()
+    fusions = {f"fuse@rrf-{m}-{c}" for m in ("minilm", "e5small") for c in ("c256", "c512")}
+    assert ran_stages(log.read_text()) == fusions | {"archive", "rescore", "score", "report"}
     assert_outputs_whole(project)
+    # What the first run recorded is the new configuration's.
+    lock = yaml.safe_load((project / "dvc.lock").read_text())["stages"]
+    assert lock["fuse@rrf-minilm-c256"]["params"]["params.yaml"]["fusions.rrf"]["k"] == 10

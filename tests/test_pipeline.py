@@ -1,123 +1,86 @@
-"""The real pipeline, run by DVC in a temporary git repository on a slice of Cranfield.
+"""The real pipeline, run by DVC in temporary git repositories on the small pydocs cut.
 
-One repro builds a small grid (two MiniLM configurations, one chunking, BM25, RRF and a
-reranked run); the tests then change one input at a time and check what DVC reruns.
+The session fixture ``default_project`` holds the shipped default grid (minilm and e5small,
+chunkings c256 and c512, BM25, RRF, the e5 reranker), already run and committed. Tests that only
+read its outputs read it; every test that changes something works on its own copy
+(``copy_project``), recomposes params.yaml with the fixture's overrides plus its one change and
+checks what DVC reruns. No test depends on another's state or on the order they run in.
 """
 
 import json
-import shutil
-import time
 from pathlib import Path
 
 import polars as pl
 import pytest
+import yaml
 
-from conftest import make_project, ran_stages, require_cranfield, run
+from conftest import MINI_CHUNKINGS, MINI_QUERIES, ROOT, copy_project, make_pydocs_project, ran_stages, run
 
 pytestmark = pytest.mark.slow
 
-
-def overrides(cranfield: Path, qrels: Path, *extra: str) -> list[str]:
-    return [
-        "dataset=cranfield-mini",
-        "judgments=cranfield",
-        f"dataset.corpus.path={cranfield / 'cran.all.1400'}",
-        f"dataset.queries.path={cranfield / 'cran.qry'}",
-        f"judgments.path={qrels}",
-        "~model@models.e5small",
-        "+model@models.minilm_b=minilm",
-        "grid.models=[minilm,minilm_b]",
-        "grid.chunkings=[c256]",
-        "rerankers.e5.model=minilm_b",
-        "rerankers.e5.top_n=20",
-        *extra,
-    ]
+MODELS, CHUNKINGS = ("minilm", "e5small"), ("c256", "c512")
+CONFIGS = {f"{m}/{c}" for m in MODELS for c in CHUNKINGS} \
+    | {f"bm25/{c}" for c in CHUNKINGS} \
+    | {f"rrf({m},bm25)/{c}" for m in MODELS for c in CHUNKINGS} \
+    | {"minilm/c256+rerank(e5)"}
+UP_TO_DATE = "Data and pipelines are up to date."
+# Stages DVC never restores from its run cache: archive's output persists; the others have outputs
+# with `cache: false` beyond metrics and plots. They rerun (cheaply) whenever their inputs move.
+NEVER_RUN_CACHED = {"archive", "rescore", "score", "report"}
 
 
-class Project:
-    def __init__(self, path: Path, cranfield: Path):
-        self.path, self.cranfield = path, cranfield
-        self.qrels = path / "data" / "cranqrel"
-
-    def compose(self, *extra: str) -> None:
-        run(["releval", "params", *overrides(self.cranfield, self.qrels, *extra)], self.path)
-
-    def repro(self, *args: str) -> set[str]:
-        return ran_stages(run(["dvc", "repro", *args], self.path).stdout)
+def dev_queries() -> set[str]:
+    rows = [json.loads(line) for line in (ROOT / "data" / "queries.jsonl").read_text().splitlines() if line.strip()]
+    return {r["query_id"] for r in rows if r["query_id"] in MINI_QUERIES and r["split"] == "dev"}
 
 
-@pytest.fixture(scope="module")
-def project(tmp_path_factory) -> Project:
-    cranfield = require_cranfield()
-    proj = Project(make_project(tmp_path_factory.mktemp("pipeline")), cranfield)
-    proj.qrels.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copy(cranfield / "cranqrel", proj.qrels)
-    proj.compose()
-    proj.first_run = proj.repro()
-    return proj
+def compose(project: Path, *change: str) -> None:
+    """params.yaml as the fixture composed it, plus ``change``."""
+    run(["releval", "params", MINI_CHUNKINGS, *change], project)
 
 
-def test_grid_runs_every_configuration(project):
-    metrics = json.loads((project.path / "reports" / "metrics.json").read_text())
-    assert set(metrics["configs"]) == {
-        "minilm/c256", "minilm_b/c256", "bm25/c256", "rrf(minilm,bm25)/c256", "rrf(minilm_b,bm25)/c256",
-        "minilm/c256+rerank(e5)"}
+def repro(project: Path, *args: str) -> tuple[set[str], str]:
+    """Run `dvc repro`; the stages it executed and its whole output."""
+    result = run(["dvc", "repro", *args], project)
+    return ran_stages(result.stdout), result.stdout + result.stderr
+
+
+def output_bytes(project: Path, root: str = "data/work") -> dict[str, bytes]:
+    return {p.relative_to(project).as_posix(): p.read_bytes()
+            for p in sorted((project / root).rglob("*")) if p.is_file()}
+
+
+# --------------------------------------------------------------------------- what the default grid produced
+
+def test_grid_runs_every_configuration(default_project):
+    metrics = json.loads((default_project / "reports" / "metrics.json").read_text())
+    assert set(metrics["configs"]) == CONFIGS
     contract = metrics["contract"]
-    assert contract["judgments_version"] == "cranfield-1" and contract["queries"] == 40
+    assert contract["judgments_version"] == "v2" and contract["queries"] == len(dev_queries())
     for cid, row in metrics["configs"].items():
         assert 0.0 < row["ndcg@10"] <= 1.0, cid
         assert 0.0 < row["recall@100"] <= 1.0, cid
-    # The same model under two names gives the same numbers: the pipeline adds no noise.
-    assert metrics["configs"]["minilm/c256"]["ndcg@10"] == pytest.approx(metrics["configs"]["minilm_b/c256"]["ndcg@10"], abs=1e-6)
-    per_query = pl.read_parquet(project.path / "reports" / "per_query.parquet")
-    assert per_query["config_id"].n_unique() == 6
-    grid = (project.path / "reports" / "grid.md").read_text()
-    assert "`rrf(minilm,bm25)/c256`" in grid and "p95 ms" in grid
+    per_query = pl.read_parquet(default_project / "reports" / "per_query.parquet")
+    assert per_query["config_id"].n_unique() == len(CONFIGS)
+    grid = (default_project / "reports" / "grid.md").read_text()
+    assert "`rrf(minilm,bm25)/c256`" in grid and "`minilm/c256+rerank(e5)`" in grid and "p95 ms" in grid
 
 
-def test_dense_ops_are_recorded(project):
-    ops = json.loads((project.path / "reports" / "metrics.json").read_text())["configs"]["minilm/c256"]["ops"]
-    assert ops["dimension"] == 384
-    assert ops["chunks_per_s"] > 0 and ops["index_bytes"] > 0
-    assert 0.0 <= ops["truncation_rate"] <= 1.0
-    assert ops["ann_recall@10"] > 0.9
-    assert ops["peak_rss_bytes"] > 100 * 2**20  # the query side really holds a model
-    assert ops["latency_ms_p95"] >= ops["latency_ms_p50"] > 0
+def test_dense_ops_are_recorded(default_project):
+    configs = json.loads((default_project / "reports" / "metrics.json").read_text())["configs"]
+    for cid in (f"{m}/{c}" for m in MODELS for c in CHUNKINGS):
+        ops = configs[cid]["ops"]
+        assert ops["dimension"] == 384, cid  # both default models embed in 384 dimensions
+        assert ops["chunks_per_s"] > 0 and ops["index_bytes"] > 0, cid
+        assert 0.0 <= ops["truncation_rate"] <= 1.0, cid
+        assert ops["ann_recall@10"] > 0.9, cid
+        assert ops["peak_rss_bytes"] > 100 * 2**20, cid  # the query side really holds a model
+        assert ops["latency_ms_p95"] >= ops["latency_ms_p50"] > 0, cid
 
 
-def test_noop_repro_runs_nothing(project):
-    start = time.perf_counter()
-    assert project.repro() == set()
-    print(f"no-op dvc repro: {time.perf_counter() - start:.2f} s")
-
-
-def test_fusion_change_reruns_only_fusion_and_scoring(project):
-    project.compose("fusions.rrf.k=10")
-    status = run(["dvc", "status"], project.path).stdout
-    assert "fuse@rrf-minilm-c256" in status and "encode@" not in status
-    assert project.repro() == {"fuse@rrf-minilm-c256", "fuse@rrf-minilm_b-c256", "score", "archive", "rescore",
-                              "report"}
-
-
-def test_model_change_reencodes_only_that_model(project):
-    project.compose("fusions.rrf.k=10", "models.minilm_b.batch_size=7")
-    ran = project.repro()
-    assert "encode@minilm_b-c256" in ran
-    assert not any(s.startswith(("encode@minilm-", "chunk@", "ingest", "bm25@")) for s in ran), ran
-
-
-def test_judgment_change_reencodes_nothing(project):
-    lines = project.qrels.read_text().splitlines(keepends=True)
-    q, d, code = lines[0].split()[:3]
-    lines[0] = f"{q} {d} 4 \r\n" if code != "4" else f"{q} {d} 1 \r\n"
-    project.qrels.write_text("".join(lines))
-    assert project.repro() == {"judgments", "score", "rescore", "report"}
-
-
-def test_no_param_is_named_like_dvc_metadata(project):
+def test_no_param_is_named_like_dvc_metadata(default_project):
     """DVC's run cache hashes params with keys 'size' and 'nfiles' removed (they are file metadata
     to it), so a param with such a name could restore the outputs of a different setting."""
-    import yaml
 
     def keys(node):
         if isinstance(node, dict):
@@ -125,17 +88,113 @@ def test_no_param_is_named_like_dvc_metadata(project):
                 yield key
                 yield from keys(value)
 
-    params = yaml.safe_load((project.path / "params.yaml").read_text())
+    params = yaml.safe_load((default_project / "params.yaml").read_text())
+    assert "grid" in params and "models" in params
     assert not {"size", "nfiles"} & set(keys(params))
 
 
-def test_bad_chunk_size_fails_clearly_and_keeps_earlier_outputs(project):
-    docs = project.path / "data" / "work" / "docs.parquet"
-    before = docs.read_bytes()
-    project.compose("fusions.rrf.k=10", "models.minilm_b.batch_size=7", "chunkings.c256.tokens=0")
-    result = run(["dvc", "repro"], project.path, check=False)
+# --------------------------------------------------------------------------- one change, and what DVC reruns
+
+def test_noop_repro_runs_nothing(default_project, tmp_path):
+    project = copy_project(default_project, tmp_path / "noop")
+    compose(project)  # recomposing the same configuration changes nothing
+    assert run(["git", "status", "--porcelain"], project).stdout == ""
+    ran, _ = repro(project)
+    assert ran == set()
+    assert run(["dvc", "status"], project).stdout.strip() == UP_TO_DATE
+
+
+def test_fusion_change_reruns_only_fusion_and_scoring(default_project, tmp_path):
+    project = copy_project(default_project, tmp_path / "fusion")
+    compose(project, "fusions.rrf.k=10")
+    status = run(["dvc", "status"], project).stdout
+    assert "fuse@rrf-minilm-c256" in status and "encode@" not in status
+    ran, _ = repro(project)
+    assert ran == {f"fuse@rrf-{m}-{c}" for m in MODELS for c in CHUNKINGS} | {"score", "archive", "rescore", "report"}
+
+
+def test_model_change_reencodes_only_that_model(default_project, tmp_path):
+    project = copy_project(default_project, tmp_path / "model")
+    compose(project, "models.minilm.batch_size=7")
+    ran, _ = repro(project)
+    assert {s for s in ran if s.startswith("encode@")} == {"encode@minilm-c256", "encode@minilm-c512"}
+    upstream = ("ingest", "queries", "judgments", "model@", "chunk@", "bm25@")
+    assert not any(s.startswith(upstream) or "e5small" in s for s in ran), ran
+    assert run(["dvc", "status"], project).stdout.strip() == UP_TO_DATE
+
+
+def test_judgment_change_reencodes_nothing(default_project, tmp_path):
+    from releval.judgments import read_manifest, set_files, write_version
+
+    project = copy_project(default_project, tmp_path / "judgments")
+    version = project / "data" / "judgments" / "v2"
+    records = [json.loads(line) for line in (version / "judgments.jsonl").read_text().splitlines() if line.strip()]
+    pairs = [(r["query_id"], r["doc_id"]) for r in records]
+    # Regrade one relevant document of a dev query, judged by one annotator only.
+    i = next(i for i, r in enumerate(records) if r["query_id"] in dev_queries() and r["grade"] == 3
+             and pairs.count(pairs[i]) == 1)
+    records[i]["grade"] = 1
+    manifest, errors = read_manifest(version / "manifest.yaml", expected_version="v2")
+    assert manifest is not None, errors
+    data = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode("utf-8")
+    write_version(version, manifest, data, set_files(version))
+    qrels = (project / "data" / "work" / "qrels.parquet").read_bytes()
+    ran, _ = repro(project)
+    assert ran == {"judgments", "score", "rescore", "report"}
+    assert (project / "data" / "work" / "qrels.parquet").read_bytes() != qrels  # the regrade reached scoring
+
+
+def test_bad_chunk_size_fails_clearly_and_keeps_earlier_outputs(default_project, tmp_path):
+    project = copy_project(default_project, tmp_path / "badchunk")
+    good = output_bytes(project)
+
+    compose(project, "chunkings.c256.tokens=0")
+    result = run(["dvc", "repro"], project, check=False)
     assert result.returncode != 0
     assert "params.yaml" in result.stderr and "chunkings.c256.tokens" in result.stderr
-    assert docs.read_bytes() == before
-    project.compose("fusions.rrf.k=10", "models.minilm_b.batch_size=7")
-    assert not any(s.startswith("encode@") for s in project.repro())  # restored from DVC's run cache
+    assert ran_stages(result.stdout) == {"chunk@c256"}
+    # Every other output is as it was (DVC itself removes the failing stage's own outputs before running it).
+    own = {"data/work/chunks/c256.parquet", "data/work/chunks/c256.json"}
+    assert {k: v for k, v in output_bytes(project).items() if k not in own} \
+        == {k: v for k, v in good.items() if k not in own}
+
+    # Back to the good configuration: the chunks come back from DVC's cache (the lock still records
+    # them), nothing is re-chunked, re-encoded, re-indexed or re-retrieved, every byte as before.
+    compose(project)
+    ran, log = repro(project)
+    assert ran <= NEVER_RUN_CACHED, ran
+    assert "Stage 'chunk@c256' is cached" in log
+    assert not any(s.startswith(("chunk@", "encode@", "index@", "retrieve@")) for s in ran)
+    assert output_bytes(project) == good
+    assert run(["dvc", "status"], project).stdout.strip() == UP_TO_DATE
+
+
+# --------------------------------------------------------------------------- no noise
+
+def test_same_model_under_two_names_gives_the_same_numbers(tmp_path):
+    """The pipeline adds no noise: one model run under two names scores the same on every query."""
+    from releval.runs import rank_by_score
+
+    project = make_pydocs_project(tmp_path / "twins", "grid.chunkings=[c256]", "~model@models.e5small",
+                                  "+model@models.minilm_b=minilm", "grid.models=[minilm,minilm_b]",
+                                  "rerankers.e5.model=minilm_b", "~grid.reranked.minilm-c256-e5")
+    run(["dvc", "repro"], project)
+    configs = json.loads((project / "reports" / "metrics.json").read_text())["configs"]
+    assert set(configs) == {"minilm/c256", "minilm_b/c256", "bm25/c256", "rrf(minilm,bm25)/c256",
+                            "rrf(minilm_b,bm25)/c256"}
+    for a, b in (("minilm/c256", "minilm_b/c256"), ("rrf(minilm,bm25)/c256", "rrf(minilm_b,bm25)/c256")):
+        assert configs[a]["ndcg@10"] == pytest.approx(configs[b]["ndcg@10"], abs=1e-6)
+        assert configs[a]["recall@100"] == pytest.approx(configs[b]["recall@100"], abs=1e-6)
+    work = project / "data" / "work"
+    assert (work / "emb" / "minilm" / "c256" / "embeddings.npy").read_bytes() \
+        == (work / "emb" / "minilm_b" / "c256" / "embeddings.npy").read_bytes()
+    # The same chunks with the same scores. (Not the same bytes: chunks of exactly equal score may come
+    # out of the HNSW index in either order, and its build is not byte-reproducible.)
+    one, two = (rank_by_score(pl.read_parquet(work / "runs" / "dense" / m / "c256" / "run.parquet"))
+                for m in ("minilm", "minilm_b"))
+    assert one.equals(two)
+    per_query = pl.read_parquet(project / "reports" / "per_query.parquet")
+    columns = [c for c in per_query.columns if c != "config_id"]
+    one, two = (per_query.filter(pl.col("config_id") == cid).select(columns).sort("query_id")
+                for cid in ("minilm/c256", "minilm_b/c256"))
+    assert one.equals(two)
