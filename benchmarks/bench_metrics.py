@@ -38,23 +38,29 @@ def build_collection(seed: int = 0) -> tuple[pl.DataFrame, pl.DataFrame]:
     for query in range(N_QUERIES):
         docs = rng.choice(COLLECTION_SIZE, N_RETRIEVED + N_UNRETRIEVED_JUDGED, replace=False)
         run_docs.append(docs[:N_RETRIEVED])
-        judged_docs.append(np.concatenate([rng.choice(docs[:N_RETRIEVED], N_JUDGED, replace=False),
-                                           docs[N_RETRIEVED:]]))
+        judged_docs.append(
+            np.concatenate([rng.choice(docs[:N_RETRIEVED], N_JUDGED, replace=False), docs[N_RETRIEVED:]])
+        )
         query_ids.append(f"q{query:05d}")
     grades = rng.choice(4, N_QUERIES * (N_JUDGED + N_UNRETRIEVED_JUDGED), p=[0.5, 0.25, 0.15, 0.1])
-    qrels = pl.DataFrame({
-        "query_id": np.repeat(query_ids, N_JUDGED + N_UNRETRIEVED_JUDGED),
-        "doc_id": [f"d{doc:07d}" for doc in np.concatenate(judged_docs)],
-        "grade": grades,
-    })
-    run = pl.DataFrame({
-        "query_id": np.repeat(query_ids, N_RETRIEVED),
-        "doc_id": [f"d{doc:07d}" for doc in np.concatenate(run_docs)],
-        "score": rng.normal(size=N_QUERIES * N_RETRIEVED),
-    })
+    qrels = pl.DataFrame(
+        {
+            "query_id": np.repeat(query_ids, N_JUDGED + N_UNRETRIEVED_JUDGED),
+            "doc_id": [f"d{doc:07d}" for doc in np.concatenate(judged_docs)],
+            "grade": grades,
+        }
+    )
+    run = pl.DataFrame(
+        {
+            "query_id": np.repeat(query_ids, N_RETRIEVED),
+            "doc_id": [f"d{doc:07d}" for doc in np.concatenate(run_docs)],
+            "score": rng.normal(size=N_QUERIES * N_RETRIEVED),
+        }
+    )
     boost = qrels.select("query_id", "doc_id", (pl.col("grade") * 0.4).alias("boost"))
-    run = (run.join(boost, on=["query_id", "doc_id"], how="left", maintain_order="left")
-              .select("query_id", "doc_id", pl.col("score") + pl.col("boost").fill_null(0.0)))
+    run = run.join(boost, on=["query_id", "doc_id"], how="left", maintain_order="left").select(
+        "query_id", "doc_id", pl.col("score") + pl.col("boost").fill_null(0.0)
+    )
     return qrels, run
 
 
@@ -75,8 +81,13 @@ def measure_releval(qrels: pl.DataFrame, run: pl.DataFrame) -> dict[str, Any]:
     from releval.metrics import Contract, evaluate
 
     calls = [timed(lambda: evaluate(qrels, run, RELEVAL_METRICS, Contract.trec_eval())) for _ in range(3)]
-    return {"convert_s": 0.0, "first_s": calls[0][0], "scoring_s": min(t for t, _ in calls[1:]),
-            "compile_s": None, "means": [calls[-1][1].mean[name] for name in RELEVAL_METRICS]}
+    return {
+        "convert_s": 0.0,
+        "first_s": calls[0][0],
+        "scoring_s": min(t for t, _ in calls[1:]),
+        "compile_s": None,
+        "means": [calls[-1][1].mean[name] for name in RELEVAL_METRICS],
+    }
 
 
 def measure_pytrec_eval(qrels: pl.DataFrame, run: pl.DataFrame) -> dict[str, Any]:
@@ -89,8 +100,13 @@ def measure_pytrec_eval(qrels: pl.DataFrame, run: pl.DataFrame) -> dict[str, Any
         return {name: float(np.mean([values[name] for values in per_query.values()])) for name in PYTREC_EVAL_NAMES}
 
     calls = [timed(score) for _ in range(2)]
-    return {"convert_s": convert_s, "first_s": calls[0][0], "scoring_s": calls[1][0], "compile_s": None,
-            "means": [calls[-1][1][name] for name in PYTREC_EVAL_NAMES]}
+    return {
+        "convert_s": convert_s,
+        "first_s": calls[0][0],
+        "scoring_s": calls[1][0],
+        "compile_s": None,
+        "means": [calls[-1][1][name] for name in PYTREC_EVAL_NAMES],
+    }
 
 
 def measure_ranx(qrels: pl.DataFrame, run: pl.DataFrame) -> dict[str, Any]:
@@ -105,8 +121,13 @@ def measure_ranx(qrels: pl.DataFrame, run: pl.DataFrame) -> dict[str, Any]:
 
     convert_s, (ranx_qrels, ranx_run) = timed(convert)
     calls = [timed(lambda: ranx.evaluate(ranx_qrels, ranx_run, RANX_METRICS)) for _ in range(2)]
-    return {"convert_s": convert_s, "first_s": calls[0][0], "scoring_s": calls[1][0],
-            "compile_s": calls[0][0] - calls[1][0], "means": [float(calls[-1][1][name]) for name in RANX_METRICS]}
+    return {
+        "convert_s": convert_s,
+        "first_s": calls[0][0],
+        "scoring_s": calls[1][0],
+        "compile_s": calls[0][0] - calls[1][0],
+        "means": [float(calls[-1][1][name]) for name in RANX_METRICS],
+    }
 
 
 def memory_kib(field: str) -> int:
@@ -139,15 +160,19 @@ def in_own_process(measure: Callable, qrels_path: str, run_path: str) -> dict[st
 def format_table(results: dict[str, dict[str, Any]]) -> str:
     base = results["releval"]
     base_end_to_end = base["convert_s"] + base["first_s"]
-    header = (f"{'library':<12}{'convert s':>11}{'first call s':>14}{'scoring s':>11}{'compile s':>11}"
-              f"{'peak MiB':>10}{'scoring x':>11}{'end-to-end x':>14}")
+    header = (
+        f"{'library':<12}{'convert s':>11}{'first call s':>14}{'scoring s':>11}{'compile s':>11}"
+        f"{'peak MiB':>10}{'scoring x':>11}{'end-to-end x':>14}"
+    )
     lines = [header, "-" * len(header)]
     for name, result in results.items():
         compile_s = "-" if result["compile_s"] is None else f"{result['compile_s']:.2f}"
         end_to_end = result["convert_s"] + result["first_s"]
-        lines.append(f"{name:<12}{result['convert_s']:>11.2f}{result['first_s']:>14.2f}{result['scoring_s']:>11.2f}"
-                     f"{compile_s:>11}{result['peak_mib']:>10.0f}{result['scoring_s'] / base['scoring_s']:>11.1f}"
-                     f"{end_to_end / base_end_to_end:>14.1f}")
+        lines.append(
+            f"{name:<12}{result['convert_s']:>11.2f}{result['first_s']:>14.2f}{result['scoring_s']:>11.2f}"
+            f"{compile_s:>11}{result['peak_mib']:>10.0f}{result['scoring_s'] / base['scoring_s']:>11.1f}"
+            f"{end_to_end / base_end_to_end:>14.1f}"
+        )
     lines += ["", f"{'mean':<12}" + "".join(f"{name:>14}" for name in results)]
     for i, metric in enumerate(RELEVAL_METRICS):
         lines.append(f"{metric:<12}" + "".join(f"{result['means'][i]:>14.6f}" for result in results.values()))
@@ -156,19 +181,29 @@ def format_table(results: dict[str, dict[str, Any]]) -> str:
 
 def main() -> None:
     build_s, (qrels, run) = timed(build_collection)
-    print(f"collection: {N_QUERIES} queries x {N_RETRIEVED} retrieved = {run.height:,} run rows, "
-          f"{qrels.height:,} judgments (built in {build_s:.1f} s); {os.cpu_count()} CPUs; metrics: "
-          f"{', '.join(RELEVAL_METRICS)} under trec_eval's conventions")
+    print(
+        f"collection: {N_QUERIES} queries x {N_RETRIEVED} retrieved = {run.height:,} run rows, "
+        f"{qrels.height:,} judgments (built in {build_s:.1f} s); {os.cpu_count()} CPUs; metrics: "
+        f"{', '.join(RELEVAL_METRICS)} under trec_eval's conventions"
+    )
     with tempfile.TemporaryDirectory(prefix="releval-bench-") as folder:
         qrels_path, run_path = os.path.join(folder, "qrels.parquet"), os.path.join(folder, "run.parquet")
         qrels.write_parquet(qrels_path)
         run.write_parquet(run_path)
         del qrels, run
-        results = {name: in_own_process(measure, qrels_path, run_path) for name, measure in
-                   [("releval", measure_releval), ("pytrec_eval", measure_pytrec_eval), ("ranx", measure_ranx)]}
+        results = {
+            name: in_own_process(measure, qrels_path, run_path)
+            for name, measure in [
+                ("releval", measure_releval),
+                ("pytrec_eval", measure_pytrec_eval),
+                ("ranx", measure_ranx),
+            ]
+        }
     print(format_table(results))
-    print("\nconvert: polars tables -> the library's input; first call: includes numba compilation for ranx; "
-          "scoring: a later call; x: time relative to releval (scoring, and convert + first call).")
+    print(
+        "\nconvert: polars tables -> the library's input; first call: includes numba compilation for ranx; "
+        "scoring: a later call; x: time relative to releval (scoring, and convert + first call)."
+    )
 
 
 if __name__ == "__main__":

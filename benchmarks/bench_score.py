@@ -41,8 +41,18 @@ def releval_score(run_path: Path, qrels_path: Path) -> str:
 
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        code = main(["score", "--qrels", str(qrels_path), "--run", str(run_path), "--trec-eval-compat",
-                     "--metrics", ",".join(RELEVAL_METRICS)])
+        code = main(
+            [
+                "score",
+                "--qrels",
+                str(qrels_path),
+                "--run",
+                str(run_path),
+                "--trec-eval-compat",
+                "--metrics",
+                ",".join(RELEVAL_METRICS),
+            ]
+        )
     assert code == 0
     return out.getvalue()
 
@@ -83,8 +93,10 @@ def main() -> None:
         print(f"(the general token reader alone, used for files that are not plain: {tokens_s:.2f} s)")
         means = json.loads(printed)["mean"]
         gap = max(abs(means[name] - pytrec_means[other]) for name, other in zip(RELEVAL_METRICS, PYTREC_EVAL_NAMES))
-        print(f"means: releval {', '.join(f'{means[n]:.4f}' for n in RELEVAL_METRICS)}; largest difference "
-              f"from pytrec_eval {gap:.1e}")
+        print(
+            f"means: releval {', '.join(f'{means[n]:.4f}' for n in RELEVAL_METRICS)}; largest difference "
+            f"from pytrec_eval {gap:.1e}"
+        )
 
 
 if __name__ == "__main__":

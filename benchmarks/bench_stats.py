@@ -25,8 +25,7 @@ def _workload(seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
     baseline = rng.beta(2.0, 5.0, size=N_QUERIES)
     effects = np.linspace(-0.02, 0.02, N_CONFIGS)
-    candidates = np.clip(baseline[:, None] + effects + rng.normal(0, 0.1, (N_QUERIES, N_CONFIGS)),
-                         0.0, 1.0)
+    candidates = np.clip(baseline[:, None] + effects + rng.normal(0, 0.1, (N_QUERIES, N_CONFIGS)), 0.0, 1.0)
     return baseline, candidates
 
 
@@ -40,19 +39,30 @@ def _best_of(repeats: int, function) -> tuple[float, object]:
 
 
 def _scipy_pair(baseline: np.ndarray, candidate: np.ndarray, seed: int):
-    return sps.bootstrap((candidate - baseline,), np.mean, n_resamples=N_RESAMPLES,
-                         confidence_level=0.95, method="percentile",
-                         rng=np.random.default_rng(seed))
+    return sps.bootstrap(
+        (candidate - baseline,),
+        np.mean,
+        n_resamples=N_RESAMPLES,
+        confidence_level=0.95,
+        method="percentile",
+        rng=np.random.default_rng(seed),
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pairs-for-scipy", type=int, default=N_CONFIGS,
-                        help="pairs to time with scipy; fewer than 20 are extrapolated to 20")
+    parser.add_argument(
+        "--pairs-for-scipy",
+        type=int,
+        default=N_CONFIGS,
+        help="pairs to time with scipy; fewer than 20 are extrapolated to 20",
+    )
     args = parser.parse_args(argv)
     baseline, candidates = _workload()
-    print(f"workload: {N_RESAMPLES:,} resamples x {N_QUERIES:,} queries x {N_CONFIGS} "
-          f"configurations; {os.cpu_count()} CPU(s)")
+    print(
+        f"workload: {N_RESAMPLES:,} resamples x {N_QUERIES:,} queries x {N_CONFIGS} "
+        f"configurations; {os.cpu_count()} CPU(s)"
+    )
 
     stats.bootstrap_many(baseline, candidates[:, :2], n_resamples=100)  # warm-up
     ours, grid = _best_of(3, lambda: stats.bootstrap_many(baseline, candidates, N_RESAMPLES))
@@ -70,12 +80,14 @@ def main(argv: list[str] | None = None) -> int:
 
     # Sanity: the two percentile intervals agree up to Monte Carlo error.
     widest_gap = max(
-        max(abs(grid.low[j] - r.confidence_interval.low),
-            abs(grid.high[j] - r.confidence_interval.high))
-        for j, r in enumerate(reference))
-    print(f"largest |releval - scipy| interval-end gap: {widest_gap:.5f} "
-          f"(standard error of a mean difference here ~ "
-          f"{np.std(candidates[:, 0] - baseline) / np.sqrt(N_QUERIES):.5f})")
+        max(abs(grid.low[j] - r.confidence_interval.low), abs(grid.high[j] - r.confidence_interval.high))
+        for j, r in enumerate(reference)
+    )
+    print(
+        f"largest |releval - scipy| interval-end gap: {widest_gap:.5f} "
+        f"(standard error of a mean difference here ~ "
+        f"{np.std(candidates[:, 0] - baseline) / np.sqrt(N_QUERIES):.5f})"
+    )
     return 0
 
 

@@ -23,17 +23,20 @@ def main() -> None:
     args = parser.parse_args()
     dataset = str(section(load_params(), "dataset.name"))
     lock_path = Path(args.lock)
-    lock = archive.parse_lock(lock_path.read_text(encoding="utf-8") if lock_path.exists() else None,
-                              source=str(lock_path))
+    lock = archive.parse_lock(
+        lock_path.read_text(encoding="utf-8") if lock_path.exists() else None, source=str(lock_path)
+    )
     repo = Path(".")
     found, skipped = archive.workspace_runs(repo, args.runs_root, lock)
     for path in skipped:
         warn(f"archive: {path} is not an output of any stage in {lock_path}; not archived (unknown provenance)")
     provenance = archive.workspace_provenance(repo, lock)
     if provenance.dirty:
-        print(f"archive: the workspace differs from commit {(provenance.commit or '(none)')[:12]} "
-              f"({', '.join(provenance.dirty_paths[:5])}{', …' if len(provenance.dirty_paths) > 5 else ''}); "
-              "new entries are marked dirty")
+        print(
+            f"archive: the workspace differs from commit {(provenance.commit or '(none)')[:12]} "
+            f"({', '.join(provenance.dirty_paths[:5])}{', …' if len(provenance.dirty_paths) > 5 else ''}); "
+            "new entries are marked dirty"
+        )
     store = archive.Archive(args.archive)
     report = store.add(found, provenance, dataset=dataset)
     print(f"archive: {len(found)} runs, {report.summary()}; {store.index().height} entries in {args.archive}")

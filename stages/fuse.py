@@ -27,8 +27,10 @@ def main() -> None:
         fused = fuse({"dense": dense, "bm25": bm25}, config)
     except InputError as exc:  # e.g. a weight missing for one input: name the fusion's own key
         raise InputError(exc.detail, file="params.yaml", field=f"{where}.{exc.field}") from None
-    ops = {key: dense_meta["ops"][key] for key in ("dimension", "chunks_per_s", "tokens_per_s", "truncation_rate",
-                                                  "truncated_token_share")}
+    ops = {
+        key: dense_meta["ops"][key]
+        for key in ("dimension", "chunks_per_s", "tokens_per_s", "truncation_rate", "truncated_token_share")
+    }
     ops["index_bytes"] = dense_meta["ops"]["index_bytes"] + bm25_meta["ops"]["index_bytes"]
     # Serving both retrievers holds both in memory: the sum of their peaks bounds it.
     ops["peak_rss_bytes"] = dense_meta["ops"]["peak_rss_bytes"] + bm25_meta["ops"]["peak_rss_bytes"]
@@ -36,10 +38,15 @@ def main() -> None:
     for key in ("latency_ms_p50", "latency_ms_p95"):
         ops[key] = dense_meta["ops"][key] + bm25_meta["ops"][key]
     meta = {
-        "config_id": runs.fused_id(args.fusion, args.model, args.chunking), "kind": "fused",
-        "model": args.model, "chunking": args.chunking, "fusion": {"name": args.fusion, **dataclasses.asdict(config)},
+        "config_id": runs.fused_id(args.fusion, args.model, args.chunking),
+        "kind": "fused",
+        "model": args.model,
+        "chunking": args.chunking,
+        "fusion": {"name": args.fusion, **dataclasses.asdict(config)},
         "inputs": [dense_meta["config_id"], bm25_meta["config_id"]],
-        "ops": ops, "models": dense_meta["models"], "queries": dense_meta["queries"],
+        "ops": ops,
+        "models": dense_meta["models"],
+        "queries": dense_meta["queries"],
     }
     runs.write_run(Path(args.runs_root) / "fused" / args.fusion / args.model / args.chunking, fused, meta)
     print(f"fuse {meta['config_id']}: {fused.height} rows")

@@ -20,8 +20,12 @@ def main() -> None:
     config = IndexConfig.from_params(section(load_params(), "retriever.index"))
     vectors = io.read_npy(Path(args.emb_root) / args.model / args.chunking / "embeddings.npy")
     out = Path(args.out_root) / args.model / args.chunking
-    stats = {"model": args.model, "chunking": args.chunking, "vectors": int(len(vectors)),
-             **{k: v for k, v in vars(config).items()}}
+    stats = {
+        "model": args.model,
+        "chunking": args.chunking,
+        "vectors": int(len(vectors)),
+        **{k: v for k, v in vars(config).items()},
+    }
     if config.exact:
         stats.update({"index_bytes": int(vectors.nbytes), "build_s": 0.0})
     else:

@@ -48,8 +48,11 @@ def main() -> None:
     elif cfg["kind"] == "crossencoder":
         new_scores, models = _crossencoder_scores(cfg, pairs, queries, chunks)
     else:
-        raise InputError(f"unknown reranker kind {cfg['kind']!r}; expected biencoder or crossencoder",
-                         file="params.yaml", field=f"rerankers.{reranker_name}.kind")
+        raise InputError(
+            f"unknown reranker kind {cfg['kind']!r}; expected biencoder or crossencoder",
+            file="params.yaml",
+            field=f"rerankers.{reranker_name}.kind",
+        )
     seconds = new_scores.seconds
     reranked = rerank_top_n(base, new_scores.table, top_n)
     ops = dict(base_meta["ops"])
@@ -57,13 +60,21 @@ def main() -> None:
     for key in ("latency_ms_p50", "latency_ms_p95"):
         ops[key] = ops[key] + per_query_ms  # mean rescoring cost per query (model loading excluded)
     meta = {
-        "config_id": runs.reranked_id(base_meta["config_id"], reranker_name), "kind": "reranked",
-        "model": base_meta.get("model"), "chunking": base_meta["chunking"],
-        "reranker": {"name": reranker_name, **dict(cfg)}, "inputs": [base_meta["config_id"]],
-        "ops": {**ops, "rerank_pairs": pairs.height, "rerank_s": round(seconds, 3),
-                # first stage and reranker are served together: their peaks add up
-                "peak_rss_bytes": ops.get("peak_rss_bytes", 0) + runs.peak_rss_bytes()},
-        "models": {**base_meta["models"], **models}, "queries": base_meta["queries"],
+        "config_id": runs.reranked_id(base_meta["config_id"], reranker_name),
+        "kind": "reranked",
+        "model": base_meta.get("model"),
+        "chunking": base_meta["chunking"],
+        "reranker": {"name": reranker_name, **dict(cfg)},
+        "inputs": [base_meta["config_id"]],
+        "ops": {
+            **ops,
+            "rerank_pairs": pairs.height,
+            "rerank_s": round(seconds, 3),
+            # first stage and reranker are served together: their peaks add up
+            "peak_rss_bytes": ops.get("peak_rss_bytes", 0) + runs.peak_rss_bytes(),
+        },
+        "models": {**base_meta["models"], **models},
+        "queries": base_meta["queries"],
     }
     runs.write_run(Path(args.runs_root) / "rerank" / args.name, reranked, meta)
     print(f"rerank {meta['config_id']}: {pairs.height} pairs in {seconds:.1f} s")
@@ -71,12 +82,13 @@ def main() -> None:
 
 class Rescored(NamedTuple):
     table: pl.DataFrame  # query_id, chunk_id, score
-    seconds: float       # scoring time, model loading excluded
+    seconds: float  # scoring time, model loading excluded
 
 
 def _texts(pairs: pl.DataFrame, queries: pl.DataFrame, chunks: pl.DataFrame) -> pl.DataFrame:
-    return (pairs.join(queries.rename({"text": "query_text"}), on="query_id", how="left")
-            .join(chunks.rename({"text": "chunk_text"}), on="chunk_id", how="left"))
+    return pairs.join(queries.rename({"text": "query_text"}), on="query_id", how="left").join(
+        chunks.rename({"text": "chunk_text"}), on="chunk_id", how="left"
+    )
 
 
 def _biencoder_scores(params, cfg, pairs, queries, chunks, models_dir, emb_dir):
@@ -99,8 +111,13 @@ def _biencoder_scores(params, cfg, pairs, queries, chunks, models_dir, emb_dir):
     qi = np.array([query_row[q] for q in table["query_id"].to_list()])
     ci = np.array([chunk_row[c] for c in table["chunk_id"].to_list()])
     scores = np.einsum("ij,ij->i", query_vectors[qi], chunk_vectors[ci]).astype(np.float64)
-    models = {name: {"revision": manifest["revision"], "weights_sha256": manifest["weights_sha256"],
-                     "protocol": config.protocol()}}
+    models = {
+        name: {
+            "revision": manifest["revision"],
+            "weights_sha256": manifest["weights_sha256"],
+            "protocol": config.protocol(),
+        }
+    }
     scored = table.select("query_id", "chunk_id").with_columns(pl.Series("score", scores))
     return Rescored(scored, time.perf_counter() - start), models
 
@@ -111,8 +128,11 @@ def _reusable_embeddings(emb_dir: Path, config: ModelConfig, manifest: dict, chu
     if not stats_path.exists():
         return None
     stats = json.loads(stats_path.read_text(encoding="utf-8"))
-    if (stats["weights_sha256"] != manifest["weights_sha256"] or stats["protocol"] != config.protocol()
-            or stats["chunks"] != chunks.height):
+    if (
+        stats["weights_sha256"] != manifest["weights_sha256"]
+        or stats["protocol"] != config.protocol()
+        or stats["chunks"] != chunks.height
+    ):
         return None
     return io.read_npy(emb_dir / "embeddings.npy")
 
@@ -123,15 +143,29 @@ def _crossencoder_scores(cfg, pairs, queries, chunks):
     from releval.models import weights_sha256
 
     folder = resolve_folder(cfg["model"])
-    model = CrossEncoder(str(folder), max_length=int(cfg.get("max_length", 512)), device="cpu",
-                         trust_remote_code=bool(cfg.get("trust_remote_code", False)), local_files_only=True)
+    model = CrossEncoder(
+        str(folder),
+        max_length=int(cfg.get("max_length", 512)),
+        device="cpu",
+        trust_remote_code=bool(cfg.get("trust_remote_code", False)),
+        local_files_only=True,
+    )
     start = time.perf_counter()
     table = _texts(pairs, queries, chunks)
-    scores = model.predict(list(zip(table["query_text"].to_list(), table["chunk_text"].to_list())),
-                           batch_size=int(cfg["batch_size"]), show_progress_bar=False, convert_to_numpy=True)
+    scores = model.predict(
+        list(zip(table["query_text"].to_list(), table["chunk_text"].to_list())),
+        batch_size=int(cfg["batch_size"]),
+        show_progress_bar=False,
+        convert_to_numpy=True,
+    )
     scores = np.asarray(scores, dtype=np.float64).reshape(len(table), -1)[:, 0]
-    models = {cfg["model"]: {"revision": "cross-encoder from a user folder", "weights_sha256": weights_sha256(folder),
-                             "protocol": {"max_length": int(cfg.get("max_length", 512))}}}
+    models = {
+        cfg["model"]: {
+            "revision": "cross-encoder from a user folder",
+            "weights_sha256": weights_sha256(folder),
+            "protocol": {"max_length": int(cfg.get("max_length", 512))},
+        }
+    }
     scored = table.select("query_id", "chunk_id").with_columns(pl.Series("score", scores))
     return Rescored(scored, time.perf_counter() - start), models
 

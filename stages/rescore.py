@@ -64,27 +64,50 @@ def main() -> None:
     reports = Path(args.reports)
     history = archive.history_table(index, scores, version, metrics, primary)
     io.write_parquet(reports / "history.parquet", history)
-    io.write_text(reports / "history.md", archive.history_markdown(
-        history, version=version, judgments=judgments, contract=contract, metrics=metrics, primary=primary,
-        dataset=dataset, scored=scored.height, holdout=queries.height - scored.height, skipped=skipped))
+    io.write_text(
+        reports / "history.md",
+        archive.history_markdown(
+            history,
+            version=version,
+            judgments=judgments,
+            contract=contract,
+            metrics=metrics,
+            primary=primary,
+            dataset=dataset,
+            scored=scored.height,
+            holdout=queries.height - scored.height,
+            skipped=skipped,
+        ),
+    )
 
     if parent:
         changes = idcg_change_report(judged[1].qrels, active_qrels, archive.idcg_cutoffs(metrics), contract.gain)
-        changes = changes.with_columns(pl.lit(str(parent)).alias("parent_version"),
-                                       pl.lit(version).alias("active_version"))
+        changes = changes.with_columns(
+            pl.lit(str(parent)).alias("parent_version"), pl.lit(version).alias("active_version")
+        )
         score_changes = archive.score_changes_table(index, scores, str(parent), version, metrics)
     else:
         changes = pl.DataFrame(schema={**CHANGE_REPORT_SCHEMA, "parent_version": pl.Utf8, "active_version": pl.Utf8})
         score_changes = archive.score_changes_table(index.head(0), scores, "", version, metrics)
     io.write_parquet(reports / "idcg_changes.parquet", changes)
     io.write_parquet(reports / "score_changes.parquet", score_changes)
-    io.write_text(reports / "idcg_changes.md", archive.idcg_changes_markdown(
-        active=version, parent=str(parent) if parent else None, changes=changes, score_changes=score_changes,
-        primary=primary, contract=contract))
+    io.write_text(
+        reports / "idcg_changes.md",
+        archive.idcg_changes_markdown(
+            active=version,
+            parent=str(parent) if parent else None,
+            changes=changes,
+            score_changes=score_changes,
+            primary=primary,
+            contract=contract,
+        ),
+    )
     moved = f"; {changes['query_id'].n_unique()} queries' IDCG moved since {parent}" if parent else ""
-    print(f"rescore: {history.height} archived (run, configuration) pairs, "
-          f"{index['run_sha256'].n_unique()} distinct runs, under judgments {version}{moved} "
-          f"in {time.perf_counter() - start:.2f} s")
+    print(
+        f"rescore: {history.height} archived (run, configuration) pairs, "
+        f"{index['run_sha256'].n_unique()} distinct runs, under judgments {version}{moved} "
+        f"in {time.perf_counter() - start:.2f} s"
+    )
 
 
 def _parent_qrels(judgments: dict, parent: str, query_ids: pl.Series, args) -> pl.DataFrame:
@@ -94,15 +117,22 @@ def _parent_qrels(judgments: dict, parent: str, query_ids: pl.Series, args) -> p
         raise InputError("has a parent version but no source path", file=args.judgments_meta, field="source")
     directory = Path(source).parent / parent
     if not directory.is_dir():
-        raise InputError(f"parent version {parent!r} not found at {directory} (a judgment set's parent lives "
-                         "next to it)", file=args.judgments_meta, field="parent")
+        raise InputError(
+            f"parent version {parent!r} not found at {directory} (a judgment set's parent lives next to it)",
+            file=args.judgments_meta,
+            field="parent",
+        )
     judgment_set = load_version(directory)
     if judgment_set.version != parent:
-        raise InputError(f"{directory} holds version {judgment_set.version!r}, not {parent!r}",
-                         file=args.judgments_meta, field="parent")
+        raise InputError(
+            f"{directory} holds version {judgment_set.version!r}, not {parent!r}",
+            file=args.judgments_meta,
+            field="parent",
+        )
     doc_ids = pl.read_parquet(args.docs, columns=["doc_id"])["doc_id"]
-    return judgment_set.qrels().filter(pl.col("doc_id").is_in(doc_ids.implode())
-                                       & pl.col("query_id").is_in(query_ids.implode()))
+    return judgment_set.qrels().filter(
+        pl.col("doc_id").is_in(doc_ids.implode()) & pl.col("query_id").is_in(query_ids.implode())
+    )
 
 
 if __name__ == "__main__":

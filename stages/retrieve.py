@@ -51,32 +51,49 @@ def main() -> None:
     exact_positions, _ = search(index, vectors, query_vectors, recall_k, index_config, exact=True)
     ann_recall = recall_against_exact(positions[:, :recall_k], exact_positions)
     if ann_recall < 0.95:
-        warn(f"{args.model}/{args.chunking}: ANN recall@{recall_k} against exact search is {ann_recall:.3f}; "
-             "raise retriever.index.expansion_search or use exact search")
-    latencies = _per_query_latency(model, config, index, vectors, queries["text"].to_list()[:LATENCY_SAMPLE],
-                                   int(dense["top_k"]), index_config)
+        warn(
+            f"{args.model}/{args.chunking}: ANN recall@{recall_k} against exact search is {ann_recall:.3f}; "
+            "raise retriever.index.expansion_search or use exact search"
+        )
+    latencies = _per_query_latency(
+        model, config, index, vectors, queries["text"].to_list()[:LATENCY_SAMPLE], int(dense["top_k"]), index_config
+    )
     run = runs.from_arrays(queries["query_id"].to_list(), positions, scores, chunks)
     encode_stats = json.loads((emb_dir / "encode.json").read_text())
     index_stats = json.loads((index_dir / "index.json").read_text())
     meta = {
-        "config_id": runs.dense_id(args.model, args.chunking), "kind": "dense",
-        "model": args.model, "chunking": args.chunking, "inputs": [],
+        "config_id": runs.dense_id(args.model, args.chunking),
+        "kind": "dense",
+        "model": args.model,
+        "chunking": args.chunking,
+        "inputs": [],
         "ops": {
-            "dimension": encode_stats["dimension"], "chunks_per_s": encode_stats["chunks_per_s"],
-            "tokens_per_s": encode_stats["tokens_per_s"], "truncation_rate": encode_stats["truncation_rate"],
+            "dimension": encode_stats["dimension"],
+            "chunks_per_s": encode_stats["chunks_per_s"],
+            "tokens_per_s": encode_stats["tokens_per_s"],
+            "truncation_rate": encode_stats["truncation_rate"],
             "truncated_token_share": encode_stats["truncated_token_share"],
-            "index_bytes": index_stats["index_bytes"], "index_build_s": index_stats["build_s"],
-            f"ann_recall@{recall_k}": round(ann_recall, 6), **latencies,
+            "index_bytes": index_stats["index_bytes"],
+            "index_build_s": index_stats["build_s"],
+            f"ann_recall@{recall_k}": round(ann_recall, 6),
+            **latencies,
             "peak_rss_bytes": runs.peak_rss_bytes(),  # the query side: model, vectors and index loaded
         },
-        "models": {args.model: {"revision": encode_stats["model_revision"],
-                                "weights_sha256": encode_stats["weights_sha256"],
-                                "protocol": encode_stats["protocol"]}},
-        "top_k": int(dense["top_k"]), "queries": queries.height,
+        "models": {
+            args.model: {
+                "revision": encode_stats["model_revision"],
+                "weights_sha256": encode_stats["weights_sha256"],
+                "protocol": encode_stats["protocol"],
+            }
+        },
+        "top_k": int(dense["top_k"]),
+        "queries": queries.height,
     }
     runs.write_run(Path(args.out_root) / args.model / args.chunking, run, meta)
-    print(f"retrieve {meta['config_id']}: {queries.height} queries, ANN recall@{recall_k} {ann_recall:.3f}, "
-          f"p50 {latencies['latency_ms_p50']:.1f} ms")
+    print(
+        f"retrieve {meta['config_id']}: {queries.height} queries, ANN recall@{recall_k} {ann_recall:.3f}, "
+        f"p50 {latencies['latency_ms_p50']:.1f} ms"
+    )
 
 
 def _per_query_latency(model, config, index, vectors, texts, k, index_config) -> dict[str, float]:

@@ -66,8 +66,16 @@ def cranfield() -> Path:
     return require_cranfield()
 
 
-PROJECT_FILES = ["dvc.yaml", "conf", "stages", "dvc_plots", ".dvc/config", ".dvcignore", ".gitignore",
-                 "reports/holdout_access.jsonl"]
+PROJECT_FILES = [
+    "dvc.yaml",
+    "conf",
+    "stages",
+    "dvc_plots",
+    ".dvc/config",
+    ".dvcignore",
+    ".gitignore",
+    "reports/holdout_access.jsonl",
+]
 
 
 def make_project(dest: Path) -> Path:
@@ -109,8 +117,9 @@ MINI_DISTRACTORS = 8  # judged non-relevant documents kept beside the relevant o
 MINI_CHUNKINGS = "grid.chunkings=[c256,c512]"
 
 
-def write_pydocs_mini(dest: Path, query_ids: tuple[str, ...] = MINI_QUERIES,
-                      distractors: int = MINI_DISTRACTORS) -> dict[str, list[str]]:
+def write_pydocs_mini(
+    dest: Path, query_ids: tuple[str, ...] = MINI_QUERIES, distractors: int = MINI_DISTRACTORS
+) -> dict[str, list[str]]:
     """The shipped pydocs data, cut to a few queries, at the paths the default config reads.
 
     Writes ``data/pydocs/corpus.jsonl.gz``, ``data/queries.jsonl`` and judgment versions
@@ -140,8 +149,11 @@ def write_pydocs_mini(dest: Path, query_ids: tuple[str, ...] = MINI_QUERIES,
     (dest / "data" / "pydocs").mkdir(parents=True, exist_ok=True)
     with gzip.GzipFile(dest / "data" / "pydocs" / "corpus.jsonl.gz", "wb", mtime=0) as fh:
         fh.write("".join(corpus).encode("utf-8"))
-    queries = [line for line in (src / "queries.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
-               if line.strip() and json.loads(line)["query_id"] in wanted]
+    queries = [
+        line
+        for line in (src / "queries.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+        if line.strip() and json.loads(line)["query_id"] in wanted
+    ]
     (dest / "data" / "queries.jsonl").write_text("".join(queries), encoding="utf-8")
     judgments_dir = dest / "data" / "judgments"
     judgments_dir.mkdir(parents=True, exist_ok=True)

@@ -19,8 +19,10 @@ from releval.judgments import Manifest
 
 def table(grades: list[int], *, ids: list[str] | None = None) -> pl.DataFrame:
     ids = ids or [f"d{i}" for i in range(len(grades))]
-    return pl.DataFrame({"query_id": ["q1"] * len(grades), "doc_id": ids, "grade": grades},
-                        schema={"query_id": pl.Utf8, "doc_id": pl.Utf8, "grade": pl.Int64})
+    return pl.DataFrame(
+        {"query_id": ["q1"] * len(grades), "doc_id": ids, "grade": grades},
+        schema={"query_id": pl.Utf8, "doc_id": pl.Utf8, "grade": pl.Int64},
+    )
 
 
 def test_a_hand_computed_example():
@@ -46,7 +48,8 @@ def test_matches_statsmodels_on_random_data(seed):
     # statsmodels: weights=None, wt=None is the simple kappa; wt="linear" uses scores 0..k-1.
     assert result.kappa == pytest.approx(cohens_kappa(result.confusion, return_results=False), abs=1e-9)
     assert result.weighted_kappa == pytest.approx(
-        cohens_kappa(result.confusion, wt="linear", return_results=False), abs=1e-9)
+        cohens_kappa(result.confusion, wt="linear", return_results=False), abs=1e-9
+    )
     assert result.raw == pytest.approx(float(np.mean(a == b)), abs=1e-12)
 
 
@@ -57,7 +60,8 @@ def test_matches_sklearn_when_installed():
     b = np.where(rng.random(250) < 0.6, a, rng.integers(0, 3, 250))
     result = agreement(table(a.tolist()), table(b.tolist()), scale=[0, 1, 2])
     assert result.weighted_kappa == pytest.approx(
-        sklearn_metrics.cohen_kappa_score(a, b, weights="linear", labels=[0, 1, 2]), abs=1e-9)
+        sklearn_metrics.cohen_kappa_score(a, b, weights="linear", labels=[0, 1, 2]), abs=1e-9
+    )
     assert result.kappa == pytest.approx(sklearn_metrics.cohen_kappa_score(a, b, labels=[0, 1, 2]), abs=1e-9)
 
 
@@ -81,7 +85,8 @@ def test_unused_scale_grades_count_in_the_distances():
     assert narrow.kappa == pytest.approx(wide.kappa)
     assert narrow.weighted_kappa == pytest.approx(narrow.kappa)  # two categories: weights are 0/1
     assert wide.weighted_kappa == pytest.approx(
-        cohens_kappa(wide.confusion, wt="linear", return_results=False), abs=1e-12)
+        cohens_kappa(wide.confusion, wt="linear", return_results=False), abs=1e-12
+    )
 
 
 def test_only_shared_pairs_count():
@@ -116,24 +121,39 @@ def test_kappas_and_confusion_matrix_directly():
 
 # --------------------------------------------------------------------------- CLI
 
+
 def write_set(root: Path, name: str, rows: list[tuple[str, str, int, str]], annotators: tuple[str, ...]) -> Path:
     directory = root / name
     directory.mkdir(parents=True)
-    data = "".join(json.dumps({"query_id": q, "doc_id": d, "grade": g, "annotator": a}) + "\n"
-                   for q, d, g, a in rows).encode()
+    data = "".join(
+        json.dumps({"query_id": q, "doc_id": d, "grade": g, "annotator": a}) + "\n" for q, d, g, a in rows
+    ).encode()
     (directory / "judgments.jsonl").write_bytes(data)
     (directory / "RUBRIC.md").write_text("rubric\n")
-    manifest = Manifest(name, None, "2026-11-30", {0: "no", 1: "partly", 2: "yes"}, "RUBRIC.md", annotators,
-                        hashlib.sha256(data).hexdigest())
+    manifest = Manifest(
+        name,
+        None,
+        "2026-11-30",
+        {0: "no", 1: "partly", 2: "yes"},
+        "RUBRIC.md",
+        annotators,
+        hashlib.sha256(data).hexdigest(),
+    )
     (directory / "manifest.yaml").write_text(manifest.to_yaml())
     return directory
 
 
-ROWS = [("q1", "d1", 2, "alice"), ("q1", "d1", 2, "bob"),
-        ("q1", "d2", 0, "alice"), ("q1", "d2", 1, "bob"),
-        ("q1", "d3", 1, "alice"), ("q1", "d3", 1, "bob"),
-        ("q2", "d1", 0, "alice"), ("q2", "d1", 2, "bob"),
-        ("q2", "d4", 2, "alice")]
+ROWS = [
+    ("q1", "d1", 2, "alice"),
+    ("q1", "d1", 2, "bob"),
+    ("q1", "d2", 0, "alice"),
+    ("q1", "d2", 1, "bob"),
+    ("q1", "d3", 1, "alice"),
+    ("q1", "d3", 1, "bob"),
+    ("q2", "d1", 0, "alice"),
+    ("q2", "d1", 2, "bob"),
+    ("q2", "d4", 2, "alice"),
+]
 
 
 def test_cli_one_set_two_annotators(tmp_path, capsys):
@@ -143,8 +163,9 @@ def test_cli_one_set_two_annotators(tmp_path, capsys):
     assert document["shared_pairs"] == 4 and document["only_a"] == 1 and document["only_b"] == 0
     assert document["categories"] == [0, 1, 2]
     assert document["confusion"] == [[0, 1, 1], [0, 1, 0], [0, 0, 1]]
-    expected = agreement(table([2, 0, 1, 0], ids=["a", "b", "c", "d"]), table([2, 1, 1, 2], ids=["a", "b", "c", "d"]),
-                         scale=[0, 1, 2])
+    expected = agreement(
+        table([2, 0, 1, 0], ids=["a", "b", "c", "d"]), table([2, 1, 1, 2], ids=["a", "b", "c", "d"]), scale=[0, 1, 2]
+    )
     assert document["linear_weighted_kappa"] == pytest.approx(expected.weighted_kappa)
     assert document["kappa"] == pytest.approx(expected.kappa) and document["raw_agreement"] == 0.5
     assert main(["agreement", str(directory), "--annotators", "alice,bob"]) == 0

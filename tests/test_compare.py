@@ -27,6 +27,7 @@ METRICS = ["ndcg@10", "recall@100", "hit@10"]
 
 # --------------------------------------------------------------------------- project builder
 
+
 class Project:
     """A releval working tree in miniature: the files the score stage writes and reads."""
 
@@ -36,49 +37,76 @@ class Project:
         (root / "data" / "work" / "runs").mkdir(parents=True, exist_ok=True)
 
     def contract(self, n_queries: int, metrics=METRICS, **overrides) -> dict:
-        return {**Contract().to_dict(), "metrics": list(metrics), "primary": metrics[0],
-                "collapse": "first", "dataset": "toy", "judgments_version": "toy-1",
-                "judgments_sha256": "ab" * 32, "queries": n_queries, "split": "all", **overrides}
+        return {
+            **Contract().to_dict(),
+            "metrics": list(metrics),
+            "primary": metrics[0],
+            "collapse": "first",
+            "dataset": "toy",
+            "judgments_version": "toy-1",
+            "judgments_sha256": "ab" * 32,
+            "queries": n_queries,
+            "split": "all",
+            **overrides,
+        }
 
-    def write_reports(self, scores: dict[str, dict[str, list[float]]], query_ids: list[str],
-                      contract: dict | None = None) -> None:
+    def write_reports(
+        self, scores: dict[str, dict[str, list[float]]], query_ids: list[str], contract: dict | None = None
+    ) -> None:
         """scores: config_id -> metric -> one value per query (in query_ids order)."""
-        frames = [pl.DataFrame({"config_id": [cid] * len(query_ids), "query_id": query_ids,
-                                **{m: pl.Series(v, dtype=pl.Float64) for m, v in by_metric.items()}})
-                  for cid, by_metric in scores.items()]
+        frames = [
+            pl.DataFrame(
+                {
+                    "config_id": [cid] * len(query_ids),
+                    "query_id": query_ids,
+                    **{m: pl.Series(v, dtype=pl.Float64) for m, v in by_metric.items()},
+                }
+            )
+            for cid, by_metric in scores.items()
+        ]
         metrics = list(next(iter(scores.values())))
         contract = contract or self.contract(len(query_ids), metrics)
-        configs = {cid: {**{m: float(np.mean(v)) for m, v in by_metric.items()}, "ops": {}, "counts": {}}
-                   for cid, by_metric in scores.items()}
+        configs = {
+            cid: {**{m: float(np.mean(v)) for m, v in by_metric.items()}, "ops": {}, "counts": {}}
+            for cid, by_metric in scores.items()
+        }
         (self.root / "reports" / "metrics.json").write_text(
-            json.dumps({"contract": contract, "configs": configs}, indent=2))
+            json.dumps({"contract": contract, "configs": configs}, indent=2)
+        )
         pl.concat(frames, how="diagonal").sort(["config_id", "query_id"]).write_parquet(
-            self.root / "reports" / "per_query.parquet")
+            self.root / "reports" / "per_query.parquet"
+        )
 
-    def write_queries(self, query_ids: list[str], slices: dict[str, list[str]] | None = None,
-                      must_never_break: set[str] = frozenset()) -> None:
+    def write_queries(
+        self, query_ids: list[str], slices: dict[str, list[str]] | None = None, must_never_break: set[str] = frozenset()
+    ) -> None:
         table = pl.DataFrame({"query_id": query_ids, "text": [f"text of {q}" for q in query_ids]})
         if slices is not None:
-            table = table.with_columns(pl.Series("slices", [slices.get(q, []) for q in query_ids],
-                                                 dtype=pl.List(pl.Utf8)))
+            table = table.with_columns(
+                pl.Series("slices", [slices.get(q, []) for q in query_ids], dtype=pl.List(pl.Utf8))
+            )
         if must_never_break:
-            table = table.with_columns(pl.Series("must_never_break",
-                                                 [q in must_never_break for q in query_ids]))
+            table = table.with_columns(pl.Series("must_never_break", [q in must_never_break for q in query_ids]))
         table.write_parquet(self.root / "data" / "work" / "queries.parquet")
 
     def write_qrels(self, rows: list[tuple[str, str, int]]) -> pl.DataFrame:
-        qrels = pl.DataFrame(rows, schema={"query_id": pl.Utf8, "doc_id": pl.Utf8, "grade": pl.Int64},
-                             orient="row")
+        qrels = pl.DataFrame(rows, schema={"query_id": pl.Utf8, "doc_id": pl.Utf8, "grade": pl.Int64}, orient="row")
         qrels.write_parquet(self.root / "data" / "work" / "qrels.parquet")
         return qrels
 
     def write_run(self, config_id: str, ranking: dict[str, list[str]]) -> pl.DataFrame:
         """A chunk-level run: ranking maps a query to its chunk list, best first; a chunk
         ``d7#2`` belongs to document ``d7``."""
-        rows = [(q, chunk, chunk.split("#")[0], float(100 - rank), rank)
-                for q, chunks in ranking.items() for rank, chunk in enumerate(chunks, 1)]
-        run = pl.DataFrame(rows, schema={"query_id": pl.Utf8, "chunk_id": pl.Utf8, "doc_id": pl.Utf8,
-                                         "score": pl.Float64, "rank": pl.Int64}, orient="row")
+        rows = [
+            (q, chunk, chunk.split("#")[0], float(100 - rank), rank)
+            for q, chunks in ranking.items()
+            for rank, chunk in enumerate(chunks, 1)
+        ]
+        run = pl.DataFrame(
+            rows,
+            schema={"query_id": pl.Utf8, "chunk_id": pl.Utf8, "doc_id": pl.Utf8, "score": pl.Float64, "rank": pl.Int64},
+            orient="row",
+        )
         folder = self.root / "data" / "work" / "runs" / config_id.replace("/", "_")
         folder.mkdir(parents=True, exist_ok=True)
         run.write_parquet(folder / "run.parquet")
@@ -110,12 +138,13 @@ def constructed(n: int = 60, seed: int = 7) -> dict[str, dict[str, list[float]]]
     recall = rng.uniform(0.5, 0.9, n)
     return {
         "base": {"ndcg@10": base.tolist(), "recall@100": recall.tolist(), "hit@10": [1.0] * n},
-        "better": {"ndcg@10": (base + 0.1 + jitter).tolist(), "recall@100": recall.tolist(),
-                   "hit@10": [1.0] * n},
-        "worse": {"ndcg@10": (base - 0.1 + jitter).tolist(), "recall@100": (recall - 0.05).tolist(),
-                  "hit@10": [1.0] * n},
-        "noise": {"ndcg@10": (base + symmetric).tolist(), "recall@100": recall.tolist(),
-                  "hit@10": [1.0] * n},
+        "better": {"ndcg@10": (base + 0.1 + jitter).tolist(), "recall@100": recall.tolist(), "hit@10": [1.0] * n},
+        "worse": {
+            "ndcg@10": (base - 0.1 + jitter).tolist(),
+            "recall@100": (recall - 0.05).tolist(),
+            "hit@10": [1.0] * n,
+        },
+        "noise": {"ndcg@10": (base + symmetric).tolist(), "recall@100": recall.tolist(), "hit@10": [1.0] * n},
     }
 
 
@@ -130,16 +159,17 @@ def project(tmp_path) -> Project:
 
 # --------------------------------------------------------------------------- verdicts
 
-@pytest.mark.parametrize("candidate, verdict", [("better", "improvement"), ("worse", "regression"),
-                                                ("noise", "inconclusive")])
+
+@pytest.mark.parametrize(
+    "candidate, verdict", [("better", "improvement"), ("worse", "regression"), ("noise", "inconclusive")]
+)
 def test_verdicts_on_constructed_data(project, capsys, candidate, verdict):
     code, out, _ = project.cli(capsys, "compare", "base", candidate, "--json", "--resamples", "2000")
     assert code == 0
     result = json.loads(out)
     assert result["verdict"] == verdict
     low, high = result["primary"]["bootstrap_ci"]
-    assert (low > 0) if verdict == "improvement" else (high < 0) if verdict == "regression" \
-        else (low < 0 < high)
+    assert (low > 0) if verdict == "improvement" else (high < 0) if verdict == "regression" else (low < 0 < high)
     assert result["primary"]["n_queries"] == 60
     assert result["baseline"]["ref"] == "base" and result["candidate"]["ref"] == candidate
 
@@ -150,16 +180,29 @@ def test_five_line_report_names_everything(project, capsys):
     lines = out.rstrip("\n").splitlines()
     assert len(lines) == 5
     assert lines[0] == "1. candidate better vs baseline base"
-    assert lines[1].startswith("2. evaluation set:") and "judgments toy-1" in lines[1] \
-        and "60 queries compared" in lines[1] and "split all" in lines[1] and "pooling unknown" in lines[1]
-    assert lines[2].startswith("3. metric contract: ndcg@10 under ") and "gain=exponential" in lines[2] \
-        and "rel_threshold=1" in lines[2] and "collapse=first" in lines[2]
-    assert lines[3].startswith("4. result: ndcg@10") and "95% CI [+" in lines[3] \
-        and "paired t [+" in lines[3] and "W/L/T 60/0/0" in lines[3] and "IMPROVEMENT" in lines[3]
+    assert (
+        lines[1].startswith("2. evaluation set:")
+        and "judgments toy-1" in lines[1]
+        and "60 queries compared" in lines[1]
+        and "split all" in lines[1]
+        and "pooling unknown" in lines[1]
+    )
+    assert (
+        lines[2].startswith("3. metric contract: ndcg@10 under ")
+        and "gain=exponential" in lines[2]
+        and "rel_threshold=1" in lines[2]
+        and "collapse=first" in lines[2]
+    )
+    assert (
+        lines[3].startswith("4. result: ndcg@10")
+        and "95% CI [+" in lines[3]
+        and "paired t [+" in lines[3]
+        and "W/L/T 60/0/0" in lines[3]
+        and "IMPROVEMENT" in lines[3]
+    )
     # recall@100 is unchanged, so the nDCG gain is an ordering win, not a retrieval win.
     assert "(ordering win)" in lines[3]
-    assert lines[4].startswith("5. secondary: recall@100") and "hit@10" in lines[4] \
-        and "Worst query: none" in lines[4]
+    assert lines[4].startswith("5. secondary: recall@100") and "hit@10" in lines[4] and "Worst query: none" in lines[4]
 
 
 def test_retrieval_loss_is_told_apart_from_ordering(project, capsys):
@@ -173,16 +216,22 @@ def test_retrieval_loss_is_told_apart_from_ordering(project, capsys):
 def test_wins_losses_ties_and_worst_query_on_a_hand_example(tmp_path, capsys):
     proj = Project(tmp_path)
     ids = ["a", "b", "c", "d", "e"]
-    proj.write_reports({"old": {"ndcg@10": [0.5, 0.2, 0.9, 0.4, 0.3]},
-                        "new": {"ndcg@10": [0.7, 0.2, 0.1, 0.5, 0.3]}}, ids)
+    proj.write_reports(
+        {"old": {"ndcg@10": [0.5, 0.2, 0.9, 0.4, 0.3]}, "new": {"ndcg@10": [0.7, 0.2, 0.1, 0.5, 0.3]}}, ids
+    )
     proj.write_queries(ids)
     code, out, _ = proj.cli(capsys, "compare", "old", "new", "--json", "--resamples", "500")
     assert code == 0
     primary = json.loads(out)["primary"]
     assert (primary["wins"], primary["losses"], primary["ties"]) == (2, 1, 2)
     assert primary["sign_test_p_value"] == pytest.approx(sps.binomtest(2, 3).pvalue)
-    assert primary["worst_regression"] == {"query_id": "c", "baseline": 0.9, "candidate": 0.1,
-                                           "text": "text of c", "difference": pytest.approx(-0.8)}
+    assert primary["worst_regression"] == {
+        "query_id": "c",
+        "baseline": 0.9,
+        "candidate": 0.1,
+        "text": "text of c",
+        "difference": pytest.approx(-0.8),
+    }
     assert primary["best_improvement"]["query_id"] == "a"
     assert primary["mean_difference"] == pytest.approx((0.2 - 0.8 + 0.1) / 5)
     code, text, _ = proj.cli(capsys, "compare", "old", "new", "--resamples", "500")
@@ -192,12 +241,13 @@ def test_wins_losses_ties_and_worst_query_on_a_hand_example(tmp_path, capsys):
 
 # --------------------------------------------------------------------------- refusals
 
+
 def test_refuses_different_query_sets_saying_how_many_differ(tmp_path, capsys):
     proj = Project(tmp_path)
     ids = qids(20)
-    long = pl.DataFrame({"config_id": ["a"] * 20 + ["b"] * 17,
-                         "query_id": ids + ids[3:],
-                         "ndcg@10": np.linspace(0, 1, 37)})
+    long = pl.DataFrame(
+        {"config_id": ["a"] * 20 + ["b"] * 17, "query_id": ids + ids[3:], "ndcg@10": np.linspace(0, 1, 37)}
+    )
     proj.write_reports({"a": {"ndcg@10": [0.5] * 20}}, ids)
     long.write_parquet(proj.root / "reports" / "per_query.parquet")
     code, _, err = proj.cli(capsys, "compare", "a", "b")
@@ -209,7 +259,8 @@ def test_refuses_different_contracts_naming_the_fields(tmp_path, capsys):
     proj = Project(tmp_path)
     ids = qids(10)
     side = lambda contract, values: compare.Side(  # noqa: E731
-        "x", "test", contract, pl.DataFrame({"query_id": ids, "ndcg@10": values}))
+        "x", "test", contract, pl.DataFrame({"query_id": ids, "ndcg@10": values})
+    )
     base = proj.contract(10)
     other = {**base, "rel_threshold": 2, "gain": "linear", "metrics": ["ndcg@10"], "queries": 11}
     with pytest.raises(compare.NotComparable) as info:
@@ -225,7 +276,8 @@ def test_refuses_different_contracts_naming_the_fields(tmp_path, capsys):
 def test_refuses_a_run_scored_under_newer_judgments(tmp_path, capsys):
     proj, _ = scored_project(tmp_path)
     (proj.root / "data" / "work" / "judgments.json").write_text(
-        json.dumps({"version": "toy-2", "source_sha256": "cd" * 32}))
+        json.dumps({"version": "toy-2", "source_sha256": "cd" * 32})
+    )
     code, _, err = proj.cli(capsys, "compare", "dense", "data/work/runs/dense")
     assert code == 2
     assert "judgments_sha256" in err and "judgments_version: baseline 'toy-1', candidate 'toy-2'" in err
@@ -240,12 +292,13 @@ def test_unknown_reference_lists_the_configurations(project, capsys):
 
 # --------------------------------------------------------------------------- slices
 
+
 def test_per_slice_differences_and_slice_filter(tmp_path, capsys):
     proj = Project(tmp_path)
     ids = qids(40)
     base = np.full(40, 0.5)
     cand = base.copy()
-    cand[:20] += 0.2            # the "short" queries improve
+    cand[:20] += 0.2  # the "short" queries improve
     cand[20:] += np.tile([-0.01, 0.01], 10)  # the "long" ones do not move on average
     proj.write_reports({"a": {"ndcg@10": base.tolist()}, "b": {"ndcg@10": cand.tolist()}}, ids)
     proj.write_queries(ids, slices={q: ["short"] if i < 20 else ["long"] for i, q in enumerate(ids)})
@@ -255,8 +308,7 @@ def test_per_slice_differences_and_slice_filter(tmp_path, capsys):
     assert slices["long"]["n_queries"] == 20 and slices["long"]["verdict"] == "inconclusive"
     code, text, _ = proj.cli(capsys, "compare", "a", "b", "--resamples", "1000")
     assert "   slice long (20 queries): Δ +0.0000" in text
-    code, out, _ = proj.cli(capsys, "compare", "a", "b", "--slice", "short", "--json",
-                            "--resamples", "1000")
+    code, out, _ = proj.cli(capsys, "compare", "a", "b", "--slice", "short", "--json", "--resamples", "1000")
     result = json.loads(out)
     assert result["primary"]["n_queries"] == 20
     assert result["primary"]["mean_difference"] == pytest.approx(0.2)
@@ -266,6 +318,7 @@ def test_per_slice_differences_and_slice_filter(tmp_path, capsys):
 
 
 # --------------------------------------------------------------------------- run files
+
 
 def scored_project(tmp_path) -> tuple[Project, list[str]]:
     """Two configurations whose per-query scores come from the engine on real runs."""
@@ -278,10 +331,10 @@ def scored_project(tmp_path) -> tuple[Project, list[str]]:
     scores = {}
     for cid, ranking in (("dense", dense), ("bm25", bm25)):
         run = proj.write_run(cid, ranking)
-        doc_run = run.sort(["query_id", "rank"]).unique(["query_id", "doc_id"], keep="first",
-                                                         maintain_order=True)
-        per_query = evaluate(qrels, doc_run.select("query_id", "doc_id", "score"), METRICS,
-                             Contract()).per_query.sort("query_id")
+        doc_run = run.sort(["query_id", "rank"]).unique(["query_id", "doc_id"], keep="first", maintain_order=True)
+        per_query = evaluate(qrels, doc_run.select("query_id", "doc_id", "score"), METRICS, Contract()).per_query.sort(
+            "query_id"
+        )
         scores[cid] = {m: per_query[m].to_list() for m in METRICS}
     proj.write_reports(scores, ids, contract)
     proj.write_queries(ids)
@@ -291,8 +344,7 @@ def scored_project(tmp_path) -> tuple[Project, list[str]]:
 def test_run_files_are_scored_against_the_qrels_under_the_reports_contract(tmp_path, capsys):
     proj, ids = scored_project(tmp_path)
     # the run folder and a TREC file of the same run: scored exactly like the score stage did
-    code, out, _ = proj.cli(capsys, "compare", "dense", "data/work/runs/dense", "--json",
-                            "--resamples", "500")
+    code, out, _ = proj.cli(capsys, "compare", "dense", "data/work/runs/dense", "--json", "--resamples", "500")
     assert code == 0
     result = json.loads(out)
     assert result["candidate"]["source"].startswith("run file data/work/runs/dense")
@@ -308,14 +360,14 @@ def test_run_files_are_scored_against_the_qrels_under_the_reports_contract(tmp_p
 
 # --------------------------------------------------------------------------- the grid
 
+
 def grid_project(tmp_path) -> Project:
     proj = Project(tmp_path)
     n = 50
     rng = np.random.default_rng(3)
     base = rng.uniform(0.3, 0.7, n)
     effects = {"base": 0.0, "small": 0.012, "medium": 0.03, "large": 0.08, "same": 0.0}
-    scores = {cid: {"ndcg@10": (base + effect + rng.normal(0, 0.04, n)).tolist()}
-              for cid, effect in effects.items()}
+    scores = {cid: {"ndcg@10": (base + effect + rng.normal(0, 0.04, n)).tolist()} for cid, effect in effects.items()}
     proj.write_reports(scores, qids(n))
     proj.write_queries(qids(n))
     return proj
@@ -323,8 +375,7 @@ def grid_project(tmp_path) -> Project:
 
 def test_grid_holm_p_values_equal_statsmodels(tmp_path, capsys):
     proj = grid_project(tmp_path)
-    code, out, _ = proj.cli(capsys, "compare", "--grid", "--json", "--resamples", "4000",
-                            "--thresholds", "")
+    code, out, _ = proj.cli(capsys, "compare", "--grid", "--json", "--resamples", "4000", "--thresholds", "")
     assert code == 0
     grid = json.loads(out)
     assert grid["baseline"] == "base"  # no params.yaml: the first configuration
@@ -358,8 +409,9 @@ def test_grid_baseline_from_params_and_text(tmp_path, capsys):
     assert out.startswith("grid: ndcg@10 vs baseline medium on 50 queries")
     assert "medium (baseline)" in out and "best: large" in out
     assert "winner by relevance threshold: not computed" in out
-    code, out, _ = proj.cli(capsys, "compare", "--grid", "--baseline", "small", "--json",
-                            "--resamples", "500", "--thresholds", "")
+    code, out, _ = proj.cli(
+        capsys, "compare", "--grid", "--baseline", "small", "--json", "--resamples", "500", "--thresholds", ""
+    )
     assert json.loads(out)["baseline"] == "small"
 
 
@@ -375,8 +427,7 @@ def test_grid_winner_changes_with_the_relevance_threshold(tmp_path, capsys):
     scores = {}
     for cid, ranking in (("lenient", lenient), ("strict", strict)):
         run = proj.write_run(cid, ranking)
-        doc_run = run.sort(["query_id", "rank"]).unique(["query_id", "doc_id"], keep="first",
-                                                         maintain_order=True)
+        doc_run = run.sort(["query_id", "rank"]).unique(["query_id", "doc_id"], keep="first", maintain_order=True)
         pq = evaluate(qrels, doc_run.select("query_id", "doc_id", "score"), metrics).per_query.sort("query_id")
         scores[cid] = {m: pq[m].to_list() for m in metrics}
     proj.write_reports(scores, ids, proj.contract(len(ids), metrics))
@@ -390,8 +441,7 @@ def test_grid_winner_changes_with_the_relevance_threshold(tmp_path, capsys):
     code, text, _ = proj.cli(capsys, "compare", "--grid", "--resamples", "500")
     assert "the WINNER CHANGES with the threshold" in text
     # no document has grade 4: that threshold has no winner and does not count as a change
-    code, out, _ = proj.cli(capsys, "compare", "--grid", "--json", "--resamples", "500",
-                            "--thresholds", "2,3,4")
+    code, out, _ = proj.cli(capsys, "compare", "--grid", "--json", "--resamples", "500", "--thresholds", "2,3,4")
     thresholds = json.loads(out)["thresholds"]
     assert thresholds["winners"] == {"2": "strict", "3": "strict", "4": None}
     assert thresholds["means"]["4"] is None and thresholds["winner_changes"] is False
@@ -401,19 +451,25 @@ def test_grid_refuses_configurations_on_different_queries(tmp_path, capsys):
     proj = Project(tmp_path)
     ids = qids(10)
     proj.write_reports({"a": {"ndcg@10": [0.5] * 10}}, ids)
-    pl.DataFrame({"config_id": ["a"] * 10 + ["b"] * 8, "query_id": ids + ids[:8],
-                  "ndcg@10": [0.5] * 18}).write_parquet(proj.root / "reports" / "per_query.parquet")
+    pl.DataFrame({"config_id": ["a"] * 10 + ["b"] * 8, "query_id": ids + ids[:8], "ndcg@10": [0.5] * 18}).write_parquet(
+        proj.root / "reports" / "per_query.parquet"
+    )
     code, _, err = proj.cli(capsys, "compare", "--grid", "--thresholds", "")
     assert code == 2 and "b lacks 2 queries (q008, q009)" in err
 
 
 # --------------------------------------------------------------------------- REV:config
 
+
 def git(root: Path, *args: str) -> str:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@t"}
-    return subprocess.run(["git", *args], cwd=root, env=env, check=True, capture_output=True,
-                          text=True).stdout
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@t",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@t",
+    }
+    return subprocess.run(["git", *args], cwd=root, env=env, check=True, capture_output=True, text=True).stdout
 
 
 def test_rev_config_reads_reports_from_a_git_commit(tmp_path, capsys):
@@ -426,8 +482,7 @@ def test_rev_config_reads_reports_from_a_git_commit(tmp_path, capsys):
     git(proj.root, "add", "reports")
     git(proj.root, "commit", "-q", "-m", "old reports")
     proj.write_reports({"minilm/c256": {"ndcg@10": (old + 0.1).tolist()}}, ids)
-    code, out, _ = proj.cli(capsys, "compare", "HEAD:minilm/c256", "minilm/c256", "--json",
-                            "--resamples", "500")
+    code, out, _ = proj.cli(capsys, "compare", "HEAD:minilm/c256", "minilm/c256", "--json", "--resamples", "500")
     assert code == 0
     result = json.loads(out)
     assert result["baseline"]["source"] == "git HEAD:reports/per_query.parquet"
@@ -436,8 +491,7 @@ def test_rev_config_reads_reports_from_a_git_commit(tmp_path, capsys):
     assert result["verdict"] == "improvement"
     # a commit-ish with a slash and a config id with one: split at the first colon
     git(proj.root, "branch", "feature/x")
-    code, out, _ = proj.cli(capsys, "compare", "feature/x:minilm/c256", "minilm/c256", "--json",
-                            "--resamples", "500")
+    code, out, _ = proj.cli(capsys, "compare", "feature/x:minilm/c256", "minilm/c256", "--json", "--resamples", "500")
     assert code == 0 and json.loads(out)["primary"]["baseline_mean"] == pytest.approx(old.mean())
     code, _, err = proj.cli(capsys, "compare", "nosuchrev:minilm/c256", "minilm/c256")
     assert code == 2 and "nosuchrev:./reports/metrics.json" in err
@@ -447,6 +501,7 @@ def test_rev_config_reads_reports_from_a_git_commit(tmp_path, capsys):
 
 # --------------------------------------------------------------------------- pure helpers
 
+
 def test_query_set_difference_counts_both_directions():
     assert compare.query_set_difference(["a", "b"], ["b", "a"]) is None
     message = compare.query_set_difference(["a", "b", "c"], ["b", "c", "d", "e"])
@@ -455,8 +510,9 @@ def test_query_set_difference_counts_both_directions():
 
 
 def test_document_ranks_count_documents_not_chunks():
-    run = pl.DataFrame({"query_id": ["q"] * 5, "doc_id": ["d1", "d2", "d1", "d3", "d1"],
-                        "score": [0.6, 0.7, 0.9, 0.7, 0.8]})  # a document scores its best chunk
+    run = pl.DataFrame(
+        {"query_id": ["q"] * 5, "doc_id": ["d1", "d2", "d1", "d3", "d1"], "score": [0.6, 0.7, 0.9, 0.7, 0.8]}
+    )  # a document scores its best chunk
     ranks = compare.document_ranks(run)
     assert ranks.rows() == [("q", "d1", 1), ("q", "d2", 2), ("q", "d3", 3)]
     ranks = compare.document_ranks(run, ties="trec_eval")  # trec_eval breaks ties doc_id descending

@@ -53,6 +53,7 @@ def raises_input_error(call, *, file: Path, line: int | None, field: str) -> Inp
 
 # --- jsonl ------------------------------------------------------------------------------------
 
+
 def test_jsonl_corpus_keeps_source_order_and_fixed_schema():
     with pytest.warns(EmptyTextWarning, match="d4"):
         docs = read_corpus(DATA / "docs.jsonl", "jsonl")
@@ -67,8 +68,11 @@ def test_jsonl_corpus_keeps_source_order_and_fixed_schema():
 def test_jsonl_queries():
     queries = read_queries(DATA / "queries.jsonl", "jsonl")
     assert queries.schema == QUERIES_SCHEMA
-    assert queries.rows() == [("q1", "lift in a slipstream"), ("q2", "heat conduction in slabs"),
-                              ("7", "numeric query id")]
+    assert queries.rows() == [
+        ("q1", "lift in a slipstream"),
+        ("q2", "heat conduction in slabs"),
+        ("7", "numeric query id"),
+    ]
 
 
 def test_bom_and_crlf_are_accepted(tmp_path):
@@ -77,6 +81,7 @@ def test_bom_and_crlf_are_accepted(tmp_path):
 
 
 # --- folder -----------------------------------------------------------------------------------
+
 
 def test_folder_corpus_ids_titles_and_order():
     docs = read_corpus(DATA / "folder", "folder")
@@ -96,6 +101,7 @@ def test_folder_text_is_verbatim_except_crlf(tmp_path):
 
 # --- beir -------------------------------------------------------------------------------------
 
+
 def test_beir_corpus_queries_and_splits():
     root = DATA / "beir"
     docs = read_corpus(root, "beir")
@@ -110,6 +116,7 @@ def test_beir_corpus_queries_and_splits():
 
 
 # --- smart (tiny fixture, runs everywhere) ----------------------------------------------------
+
 
 def test_smart_fixture():
     with pytest.warns(EmptyTextWarning, match=r"2 \(line 13\)"):
@@ -137,6 +144,7 @@ def test_custom_grade_map_for_smart(tmp_path):
 
 
 # --- real Cranfield ---------------------------------------------------------------------------
+
 
 @needs_cranfield
 def test_cranfield_corpus_counts():
@@ -180,8 +188,11 @@ def test_cranfield_judgment_counts_and_grades():
 
 # --- errors: each names file, line and field -------------------------------------------------
 
+
 def test_duplicate_doc_id_names_both_lines(tmp_path):
-    path = write(tmp_path, "c.jsonl", '{"_id": "a", "text": "x"}\n{"_id": "b", "text": "y"}\n{"id": "a", "text": "z"}\n')
+    path = write(
+        tmp_path, "c.jsonl", '{"_id": "a", "text": "x"}\n{"_id": "b", "text": "y"}\n{"id": "a", "text": "z"}\n'
+    )
     error = raises_input_error(lambda: read_corpus(path, "jsonl"), file=path, line=3, field="id")
     assert f"{path}:1" in str(error)
 
@@ -242,17 +253,20 @@ def test_non_utf8_after_bom_keeps_line_numbers(tmp_path):
     assert f"byte offset {offset}" in str(error)
 
 
-@pytest.mark.parametrize(("line", "field"), [
-    ('{"_id": "b", "text": ', "json"),
-    ('["_id", "b"]', "json"),
-    ('{"title": "t", "text": "x"}', "_id"),
-    ('{"_id": "", "text": "x"}', "_id"),
-    ('{"doc_id": true, "text": "x"}', "doc_id"),
-    ('{"_id": "b", "title": "t"}', "text"),
-    ('{"_id": "b", "text": 5}', "text"),
-    ('{"_id": "b", "title": 5, "text": "x"}', "title"),
-    ('{"_id": "b", "text": "\\ud800"}', "text"),
-])
+@pytest.mark.parametrize(
+    ("line", "field"),
+    [
+        ('{"_id": "b", "text": ', "json"),
+        ('["_id", "b"]', "json"),
+        ('{"title": "t", "text": "x"}', "_id"),
+        ('{"_id": "", "text": "x"}', "_id"),
+        ('{"doc_id": true, "text": "x"}', "doc_id"),
+        ('{"_id": "b", "title": "t"}', "text"),
+        ('{"_id": "b", "text": 5}', "text"),
+        ('{"_id": "b", "title": 5, "text": "x"}', "title"),
+        ('{"_id": "b", "text": "\\ud800"}', "text"),
+    ],
+)
 def test_bad_json_records(tmp_path, line, field):
     path = write(tmp_path, "c.jsonl", '{"_id": "a", "text": "x"}\r\n\r\n' + line + "\n")
     raises_input_error(lambda: read_corpus(path, "jsonl"), file=path, line=3, field=field)
@@ -264,13 +278,16 @@ def test_query_missing_id(tmp_path):
     assert "query_id" in str(error)
 
 
-@pytest.mark.parametrize(("content", "line"), [
-    ("\n.T\ntitle\n.I 1\n.W\nx\n", 2),  # a field before any .I
-    ("stray text\n.I 1\n.W\nx\n", 1),
-    (".I 1\n.W\nx\n.I\n.W\ny\n", 4),  # .I without an id
-    (".I 1\n.W\nx\n.I 2b\n", 4),
-    (".I 1\nno marker yet\n", 2),
-])
+@pytest.mark.parametrize(
+    ("content", "line"),
+    [
+        ("\n.T\ntitle\n.I 1\n.W\nx\n", 2),  # a field before any .I
+        ("stray text\n.I 1\n.W\nx\n", 1),
+        (".I 1\n.W\nx\n.I\n.W\ny\n", 4),  # .I without an id
+        (".I 1\n.W\nx\n.I 2b\n", 4),
+        (".I 1\nno marker yet\n", 2),
+    ],
+)
 def test_smart_record_without_id(tmp_path, content, line):
     path = write(tmp_path, "c.all", content)
     raises_input_error(lambda: read_corpus(path, "smart"), file=path, line=line, field=".I")
@@ -281,25 +298,31 @@ def test_smart_queries_with_repeated_printed_id(tmp_path):
     raises_input_error(lambda: read_queries(path, "smart"), file=path, line=4, field=".I")
 
 
-@pytest.mark.parametrize(("content", "field"), [
-    ("1 2 3\n1 3\n", "query"),
-    ("1 2 3\nx 3 1\n", "query"),
-    ("1 2 3\n1 y 1\n", "doc"),
-    ("1 2 3\n1 3 1.5\n", "code"),
-    ("1 2 3\n1 3 5\n", "code"),  # 5 is not in the grade map
-])
+@pytest.mark.parametrize(
+    ("content", "field"),
+    [
+        ("1 2 3\n1 3\n", "query"),
+        ("1 2 3\nx 3 1\n", "query"),
+        ("1 2 3\n1 y 1\n", "doc"),
+        ("1 2 3\n1 3 1.5\n", "code"),
+        ("1 2 3\n1 3 5\n", "code"),  # 5 is not in the grade map
+    ],
+)
 def test_bad_smart_judgments(tmp_path, content, field):
     path = write(tmp_path, "rel", content)
     raises_input_error(lambda: read_judgments(path, "smart"), file=path, line=2, field=field)
 
 
-@pytest.mark.parametrize(("content", "line", "field"), [
-    ("q\td\t1\n", 1, "header"),
-    ("query-id\tcorpus-id\tscore\nq1\td1\n", 2, "query-id"),
-    ("query-id\tcorpus-id\tscore\nq1\td1\thigh\n", 2, "score"),
-    ("query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\td1\t2\n", 3, "corpus-id"),
-    ("query-id\tcorpus-id\tscore\n", 1, "query-id"),
-])
+@pytest.mark.parametrize(
+    ("content", "line", "field"),
+    [
+        ("q\td\t1\n", 1, "header"),
+        ("query-id\tcorpus-id\tscore\nq1\td1\n", 2, "query-id"),
+        ("query-id\tcorpus-id\tscore\nq1\td1\thigh\n", 2, "score"),
+        ("query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\td1\t2\n", 3, "corpus-id"),
+        ("query-id\tcorpus-id\tscore\n", 1, "query-id"),
+    ],
+)
 def test_bad_beir_qrels(tmp_path, content, line, field):
     path = write(tmp_path, "test.tsv", content)
     raises_input_error(lambda: read_judgments(path, "beir"), file=path, line=line, field=field)
@@ -319,13 +342,20 @@ def test_unknown_format(tmp_path):
 
 def test_missing_paths(tmp_path):
     missing = tmp_path / "nope.jsonl"
-    for call in (lambda: read_corpus(missing, "jsonl"), lambda: read_queries(missing, "smart"),
-                 lambda: read_judgments(missing, "smart")):
+    for call in (
+        lambda: read_corpus(missing, "jsonl"),
+        lambda: read_queries(missing, "smart"),
+        lambda: read_judgments(missing, "smart"),
+    ):
         raises_input_error(call, file=missing, line=None, field="path")
     (tmp_path / "beir").mkdir()
-    raises_input_error(lambda: read_corpus(tmp_path / "beir", "beir"),
-                       file=tmp_path / "beir" / "corpus.jsonl", line=None, field="path")
-    raises_input_error(lambda: read_judgments(tmp_path / "beir", "beir", split="dev"),
-                       file=tmp_path / "beir" / "qrels" / "dev.tsv", line=None, field="path")
+    raises_input_error(
+        lambda: read_corpus(tmp_path / "beir", "beir"), file=tmp_path / "beir" / "corpus.jsonl", line=None, field="path"
+    )
+    raises_input_error(
+        lambda: read_judgments(tmp_path / "beir", "beir", split="dev"),
+        file=tmp_path / "beir" / "qrels" / "dev.tsv",
+        line=None,
+        field="path",
+    )
     raises_input_error(lambda: read_corpus(tmp_path, "jsonl"), file=tmp_path, line=None, field="path")
-

@@ -19,14 +19,18 @@ from conftest import MINI_QUERIES, copy_project, ran_stages, run
 
 pytestmark = pytest.mark.slow
 
-CONFIGS = {f"{m}/{c}" for m in ("minilm", "e5small") for c in ("c256", "c512")} \
-    | {f"bm25/{c}" for c in ("c256", "c512")} \
-    | {f"rrf({m},bm25)/{c}" for m in ("minilm", "e5small") for c in ("c256", "c512")} \
+CONFIGS = (
+    {f"{m}/{c}" for m in ("minilm", "e5small") for c in ("c256", "c512")}
+    | {f"bm25/{c}" for c in ("c256", "c512")}
+    | {f"rrf({m},bm25)/{c}" for m in ("minilm", "e5small") for c in ("c256", "c512")}
     | {"minilm/c256+rerank(e5)"}
+)
 
 
 def queries_by_split() -> dict[str, set[str]]:
-    rows = [json.loads(line) for line in (Path(__file__).parents[1] / "data" / "queries.jsonl").read_text().splitlines()]
+    rows = [
+        json.loads(line) for line in (Path(__file__).parents[1] / "data" / "queries.jsonl").read_text().splitlines()
+    ]
     split = {r["query_id"]: r["split"] for r in rows if r["query_id"] in MINI_QUERIES}
     return {name: {q for q, s in split.items() if s == name} for name in ("dev", "holdout")}
 
@@ -36,10 +40,26 @@ SPLITS = queries_by_split()
 
 def test_every_stage_of_the_default_grid_ran(default_project):
     ran = ran_stages((default_project.parent / "repro.log").read_text())
-    expected = {"ingest", "queries", "judgments", "model@minilm", "model@e5small", "chunk@c256", "chunk@c512",
-                "rerank@minilm-c256-e5", "score", "archive", "rescore", "report"}
-    expected |= {f"{stage}@{m}-{c}" for stage in ("encode", "index", "retrieve")
-                 for m in ("minilm", "e5small") for c in ("c256", "c512")}
+    expected = {
+        "ingest",
+        "queries",
+        "judgments",
+        "model@minilm",
+        "model@e5small",
+        "chunk@c256",
+        "chunk@c512",
+        "rerank@minilm-c256-e5",
+        "score",
+        "archive",
+        "rescore",
+        "report",
+    }
+    expected |= {
+        f"{stage}@{m}-{c}"
+        for stage in ("encode", "index", "retrieve")
+        for m in ("minilm", "e5small")
+        for c in ("c256", "c512")
+    }
     expected |= {f"bm25@{c}" for c in ("c256", "c512")}
     expected |= {f"fuse@rrf-{m}-{c}" for m in ("minilm", "e5small") for c in ("c256", "c512")}
     assert ran == expected
@@ -125,15 +145,24 @@ def test_no_file_a_default_stage_writes_holds_a_holdout_judgment_or_run_line(def
     files = written_files(default_project)
     names = {p.relative_to(default_project).as_posix() for p in files}
     # The check reaches the files that matter: judgments, runs, TREC exports, per-query scores.
-    for must in ("data/work/qrels.parquet", "data/work/runs/bm25/c256/run.parquet",
-                 "data/work/runs/rerank/minilm-c256-e5/run.parquet", "data/work/trec/bm25__c256.trec",
-                 "reports/per_query.parquet", "reports/metrics.json", "reports/history.parquet",
-                 "reports/card.json", "reports/report.md"):
+    for must in (
+        "data/work/qrels.parquet",
+        "data/work/runs/bm25/c256/run.parquet",
+        "data/work/runs/rerank/minilm-c256-e5/run.parquet",
+        "data/work/trec/bm25__c256.trec",
+        "reports/per_query.parquet",
+        "reports/metrics.json",
+        "reports/history.parquet",
+        "reports/card.json",
+        "reports/report.md",
+    ):
         assert must in names, must
     assert any(n.startswith("data/archive/") for n in names)
-    leaks = {p.relative_to(default_project).as_posix(): hits for p in files
-             if p.relative_to(default_project).as_posix() != QUERY_TABLE
-             and (hits := holdout_mentions(p, SPLITS["holdout"]))}
+    leaks = {
+        p.relative_to(default_project).as_posix(): hits
+        for p in files
+        if p.relative_to(default_project).as_posix() != QUERY_TABLE and (hits := holdout_mentions(p, SPLITS["holdout"]))
+    }
     assert leaks == {}
     # The checker itself finds holdout ids where they are: the query table holds them all.
     assert len(holdout_mentions(default_project / QUERY_TABLE, SPLITS["holdout"])) == len(SPLITS["holdout"])
@@ -145,8 +174,12 @@ def test_opening_the_holdout_is_logged_first_then_scored_apart(default_project, 
     project = copy_project(default_project, tmp_path / "opened")
     log = project / "reports" / "holdout_access.jsonl"
     # Killed at its very first write (the holdout judgments): the opening is already on record.
-    killed = run(["releval", "holdout"], project, check=False,
-                 env_extra={"RELEVAL_FAULT": "before-rename@holdout-opening/qrels.parquet"})
+    killed = run(
+        ["releval", "holdout"],
+        project,
+        check=False,
+        env_extra={"RELEVAL_FAULT": "before-rename@holdout-opening/qrels.parquet"},
+    )
     assert killed.returncode == 1
     entries = [json.loads(line) for line in log.read_text().splitlines()]
     assert len(entries) == 1 and entries[0]["split"] == "holdout"
@@ -172,9 +205,14 @@ def test_opening_the_holdout_is_logged_first_then_scored_apart(default_project, 
 
 # --------------------------------------------------------------------------- faults at the write
 
+
 def output_bytes(project: Path, roots=("data/work", "reports")) -> dict[str, bytes]:
-    return {p.relative_to(project).as_posix(): p.read_bytes() for root in roots
-            for p in sorted((project / root).rglob("*")) if p.is_file() and ".releval-tmp-" not in p.name}
+    return {
+        p.relative_to(project).as_posix(): p.read_bytes()
+        for root in roots
+        for p in sorted((project / root).rglob("*"))
+        if p.is_file() and ".releval-tmp-" not in p.name
+    }
 
 
 def assert_same_outputs(before: dict[str, bytes], after: dict[str, bytes]) -> None:
@@ -182,16 +220,20 @@ def assert_same_outputs(before: dict[str, bytes], after: dict[str, bytes]) -> No
     assert [name for name in before if after[name] != before[name]] == []
 
 
-@pytest.mark.parametrize("stage, fault", [
-    ("judgments", "before-rename@data/work/qrels.parquet"),
-    ("score", "mid-write@reports/per_query.parquet"),
-    ("score", "before-rename@reports/grid.md"),
-])
+@pytest.mark.parametrize(
+    "stage, fault",
+    [
+        ("judgments", "before-rename@data/work/qrels.parquet"),
+        ("score", "mid-write@reports/per_query.parquet"),
+        ("score", "before-rename@reports/grid.md"),
+    ],
+)
 def test_a_stage_killed_inside_the_writer_is_redone_byte_for_byte(default_project, tmp_path, stage, fault):
     project = copy_project(default_project, tmp_path / "faulted")
     before = output_bytes(project)
-    killed = run(["dvc", "repro", "--force", "--single-item", stage], project, check=False,
-                 env_extra={"RELEVAL_FAULT": fault})
+    killed = run(
+        ["dvc", "repro", "--force", "--single-item", stage], project, check=False, env_extra={"RELEVAL_FAULT": fault}
+    )
     assert killed.returncode != 0
     target = fault.split("@", 1)[1]
     leftovers = [p for p in (project / target).parent.glob(f".releval-tmp-{Path(target).name}.*")]

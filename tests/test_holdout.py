@@ -20,6 +20,7 @@ def queries(splits=None):
 
 # --------------------------------------------------------------------------- selecting queries
 
+
 def test_without_a_split_column_every_query_is_dev():
     table = holdout.query_splits(queries())
     assert table["split"].to_list() == ["dev"] * 4
@@ -51,12 +52,15 @@ def test_an_unknown_split_request_is_refused():
         holdout.select_queries(queries(), "test")
 
 
-@pytest.mark.parametrize("splits,requested,term", [
-    (None, "dev", "all"),            # as stages/score.py: no split column, every query scored
-    (["dev", "holdout", "dev", "dev"], "dev", "dev"),
-    (["dev", "holdout", "dev", "dev"], "holdout", "holdout"),
-    (["dev", "holdout", "dev", "dev"], "all", "all"),
-])
+@pytest.mark.parametrize(
+    "splits,requested,term",
+    [
+        (None, "dev", "all"),  # as stages/score.py: no split column, every query scored
+        (["dev", "holdout", "dev", "dev"], "dev", "dev"),
+        (["dev", "holdout", "dev", "dev"], "holdout", "holdout"),
+        (["dev", "holdout", "dev", "dev"], "all", "all"),
+    ],
+)
 def test_the_contract_split_term_names_what_was_scored_and_maps_back(splits, requested, term):
     frame = queries(splits)
     assert holdout.contract_split(frame, requested) == term
@@ -67,12 +71,19 @@ def test_the_contract_split_term_names_what_was_scored_and_maps_back(splits, req
 def test_scoring_selection_logs_an_opening_before_scoring_and_names_the_terms(tmp_path):
     log = tmp_path / "reports" / "holdout_access.jsonl"
     frame = queries(["dev", "holdout", "dev", "holdout"])
-    scored, terms = holdout.scoring_selection(frame, "dev", configs=["a"], command="python stages/score.py",
-                                              log_path=log)
+    scored, terms = holdout.scoring_selection(
+        frame, "dev", configs=["a"], command="python stages/score.py", log_path=log
+    )
     assert scored["query_id"].to_list() == ["q1", "q3"] and not log.exists()  # the default opens nothing
     assert terms == {"split": "dev", "queries": 2, "holdout_queries_sealed": 2}
-    scored, terms = holdout.scoring_selection(frame, "holdout", configs=["b", "a"], who="Ada", log_path=log,
-                                              command=["python", "stages/score.py", "--split", "holdout"])
+    scored, terms = holdout.scoring_selection(
+        frame,
+        "holdout",
+        configs=["b", "a"],
+        who="Ada",
+        log_path=log,
+        command=["python", "stages/score.py", "--split", "holdout"],
+    )
     assert scored["query_id"].to_list() == ["q2", "q4"]
     assert terms == {"split": "holdout", "queries": 2, "holdout_queries_sealed": 0}
     (entry,) = holdout.read_log(log)
@@ -91,15 +102,22 @@ def test_restrict_keeps_only_the_named_queries():
 
 # --------------------------------------------------------------------------- the log
 
+
 def entry(when="2026-11-30T10:00:00Z", who="Ada", configs=("minilm/c256",), split="holdout"):
-    return holdout.opening(list(configs), ["python", "stages/score.py", "--split", split], split=split,
-                           who=who, when=when)
+    return holdout.opening(
+        list(configs), ["python", "stages/score.py", "--split", split], split=split, who=who, when=when
+    )
 
 
 def test_an_opening_records_who_when_what_and_how():
     made = entry()
-    assert made == {"when": "2026-11-30T10:00:00Z", "who": "Ada", "split": "holdout",
-                    "configs": ["minilm/c256"], "command": "python stages/score.py --split holdout"}
+    assert made == {
+        "when": "2026-11-30T10:00:00Z",
+        "who": "Ada",
+        "split": "holdout",
+        "configs": ["minilm/c256"],
+        "command": "python stages/score.py --split holdout",
+    }
     fresh = holdout.opening(["b", "a"], "releval score --split all", split="all", who="x")
     assert fresh["when"].endswith("Z") and fresh["configs"] == ["a", "b"]
     with pytest.raises(InputError, match="does not open the holdout"):
@@ -131,15 +149,18 @@ def test_a_log_with_an_incomplete_last_line_is_not_appended_to(tmp_path):
     assert log.read_bytes() == before
 
 
-@pytest.mark.parametrize("change,field", [
-    ({"when": "2026-11-30T10:00:00"}, "when"),          # no time zone
-    ({"when": "2026-11-30T10:00:00+02:00"}, "when"),    # not UTC
-    ({"when": "yesterday"}, "when"),
-    ({"split": "dev"}, "split"),
-    ({"configs": "minilm/c256"}, "configs"),
-    ({"who": ""}, "who"),
-    ({"extra": 1}, "extra"),
-])
+@pytest.mark.parametrize(
+    "change,field",
+    [
+        ({"when": "2026-11-30T10:00:00"}, "when"),  # no time zone
+        ({"when": "2026-11-30T10:00:00+02:00"}, "when"),  # not UTC
+        ({"when": "yesterday"}, "when"),
+        ({"split": "dev"}, "split"),
+        ({"configs": "minilm/c256"}, "configs"),
+        ({"who": ""}, "who"),
+        ({"extra": 1}, "extra"),
+    ],
+)
 def test_a_malformed_entry_is_refused_and_nothing_is_written(tmp_path, change, field):
     log = tmp_path / "holdout_access.jsonl"
     bad = {**entry(), **change}
@@ -183,8 +204,13 @@ def test_read_log_of_a_never_opened_holdout_is_empty(tmp_path):
 def _git_env(tmp_path, **extra):
     home = tmp_path / "home"
     home.mkdir(exist_ok=True)
-    return {"PATH": os.environ["PATH"], "HOME": str(home), "GIT_CONFIG_NOSYSTEM": "1",
-            "GIT_CONFIG_GLOBAL": str(home / "gitconfig"), **extra}
+    return {
+        "PATH": os.environ["PATH"],
+        "HOME": str(home),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": str(home / "gitconfig"),
+        **extra,
+    }
 
 
 def test_who_is_the_git_user_name_else_the_login(tmp_path):
@@ -219,10 +245,15 @@ def test_an_opening_already_logged_by_the_holdout_command_is_not_logged_twice(tm
 def test_the_holdout_command_names_every_grid_configuration_and_runs_stages_in_order():
     from releval.commands.holdout import grid_config_ids, run_path_id, stage_commands
 
-    grid = {"models": ["m"], "chunkings": ["c1", "c2"], "fusions": ["rrf"],
-            "reranked": {"r": {"run": "fused/rrf/m/c1", "reranker": "e5"}}}
-    assert grid_config_ids(grid) == sorted(["bm25/c1", "bm25/c2", "m/c1", "m/c2", "rrf(m,bm25)/c1",
-                                            "rrf(m,bm25)/c2", "rrf(m,bm25)/c1+rerank(e5)"])
+    grid = {
+        "models": ["m"],
+        "chunkings": ["c1", "c2"],
+        "fusions": ["rrf"],
+        "reranked": {"r": {"run": "fused/rrf/m/c1", "reranker": "e5"}},
+    }
+    assert grid_config_ids(grid) == sorted(
+        ["bm25/c1", "bm25/c2", "m/c1", "m/c2", "rrf(m,bm25)/c1", "rrf(m,bm25)/c2", "rrf(m,bm25)/c1+rerank(e5)"]
+    )
     assert run_path_id("dense/m/c1") == "m/c1" and run_path_id("bm25/c2") == "bm25/c2"
     with pytest.raises(InputError, match="grid.reranked"):
         run_path_id("rerank/r")
@@ -234,6 +265,9 @@ def test_the_holdout_command_names_every_grid_configuration_and_runs_stages_in_o
     for step in steps:
         if step[0] in ("stages/judgments.py", "stages/bm25.py", "stages/retrieve.py", "stages/score.py"):
             assert step[step.index("--split") + 1] == "holdout", step
-        outputs = [step[i + 1] for i, arg in enumerate(step) if arg in ("--out", "--meta", "--out-root",
-                                                                         "--runs-root", "--reports", "--trec-dir")]
+        outputs = [
+            step[i + 1]
+            for i, arg in enumerate(step)
+            if arg in ("--out", "--meta", "--out-root", "--runs-root", "--reports", "--trec-dir")
+        ]
         assert outputs and all(o.startswith(("scratch", "reports/holdout")) for o in outputs), step

@@ -26,10 +26,12 @@ from conftest import BIN, MINI_CHUNKINGS, copy_project, ran_stages, run
 
 pytestmark = pytest.mark.slow
 
-CONFIGS = {f"{m}/{c}" for m in ("minilm", "e5small") for c in ("c256", "c512")} \
-    | {f"bm25/{c}" for c in ("c256", "c512")} \
-    | {f"rrf({m},bm25)/{c}" for m in ("minilm", "e5small") for c in ("c256", "c512")} \
+CONFIGS = (
+    {f"{m}/{c}" for m in ("minilm", "e5small") for c in ("c256", "c512")}
+    | {f"bm25/{c}" for c in ("c256", "c512")}
+    | {f"rrf({m},bm25)/{c}" for m in ("minilm", "e5small") for c in ("c256", "c512")}
     | {"minilm/c256+rerank(e5)"}
+)
 
 GATE_PYTHON = """#!/bin/sh
 # Stands in for python in the stages' commands: at stage script {script}, say so, then wait
@@ -71,8 +73,14 @@ def test_second_concurrent_repro_fails_cleanly(default_project, tmp_path):
     gate = tmp_path / "gate"
     log = tmp_path / "first.log"
     with open(log, "w") as out:
-        first = subprocess.Popen(["dvc", "repro"], cwd=project, env=gated_env(gate, "stages/score.py"),
-                                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        first = subprocess.Popen(
+            ["dvc", "repro"],
+            cwd=project,
+            env=gated_env(gate, "stages/score.py"),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
         deadline = time.monotonic() + 600
         while not (gate / "entered").exists():  # the first repro is inside `score`, holding DVC's lock

@@ -16,18 +16,26 @@ from releval import io
 # Each writer is a snippet defining ``write(path)``, run in-process (expected bytes) or in a child.
 WRITERS = {
     "write_bytes": ("out.bin", "def write(p):\n    io.write_bytes(p, bytes(range(256)) * 12289)\n"),
-    "write_parquet": ("out.parquet", "import polars as pl\n"
-                      "def write(p):\n"
-                      "    io.write_parquet(p, pl.DataFrame({'k': [f'doc{i}' for i in range(40000)],\n"
-                      "                                      'v': [i * 0.5 for i in range(40000)]}))\n"),
-    "write_json": ("out.json", "def write(p):\n"
-                   "    io.write_json(p, {'name': 'é', 'scores': [i / 7 for i in range(20000)]})\n"),
+    "write_parquet": (
+        "out.parquet",
+        "import polars as pl\n"
+        "def write(p):\n"
+        "    io.write_parquet(p, pl.DataFrame({'k': [f'doc{i}' for i in range(40000)],\n"
+        "                                      'v': [i * 0.5 for i in range(40000)]}))\n",
+    ),
+    "write_json": (
+        "out.json",
+        "def write(p):\n    io.write_json(p, {'name': 'é', 'scores': [i / 7 for i in range(20000)]})\n",
+    ),
     "write_text-small": ("out.txt", "def write(p):\n    io.write_text(p, 'hello, world\\n')\n"),  # < one buffer
-    "directory": ("out.d", "from pathlib import Path\n"
-                  "def write(p):\n"
-                  "    with io.atomic_path(p, directory=True) as tmp:\n"
-                  "        io.write_text(Path(tmp) / 'meta.txt', 'meta\\n')\n"
-                  "        io.write_bytes(Path(tmp) / 'inner.bin', bytes(range(256)) * 4099)\n"),
+    "directory": (
+        "out.d",
+        "from pathlib import Path\n"
+        "def write(p):\n"
+        "    with io.atomic_path(p, directory=True) as tmp:\n"
+        "        io.write_text(Path(tmp) / 'meta.txt', 'meta\\n')\n"
+        "        io.write_bytes(Path(tmp) / 'inner.bin', bytes(range(256)) * 4099)\n",
+    ),
 }
 # The path suffix each fault point is aimed at; for a directory, mid-write hits a file written inside it.
 SUFFIX = {("directory", "mid-write"): "/inner.bin"}
@@ -43,8 +51,7 @@ def _child(snippet: str, target: Path, fault: str | None, cwd: Path | None = Non
     if fault is not None:
         env["RELEVAL_FAULT"] = fault
     code = "import sys\nfrom releval import io\n" + snippet + "write(sys.argv[1])\n"
-    return subprocess.run([sys.executable, "-c", code, str(target)], env=env, cwd=cwd,
-                          capture_output=True, timeout=60)
+    return subprocess.run([sys.executable, "-c", code, str(target)], env=env, cwd=cwd, capture_output=True, timeout=60)
 
 
 def _write_here(snippet: str, target: Path) -> None:
@@ -113,8 +120,16 @@ def test_sigkill_at_fault_point_leaves_old_target(tmp_path, writer, point, exist
         assert full.startswith(data)
 
 
-@pytest.mark.parametrize("fault", ["before-rename@/other.bin", "mid-write@/out.bin.bak", "mid-write@/ut.bin/",
-                                   "after-rename@/out.bin", "before-rename"])
+@pytest.mark.parametrize(
+    "fault",
+    [
+        "before-rename@/other.bin",
+        "mid-write@/out.bin.bak",
+        "mid-write@/ut.bin/",
+        "after-rename@/out.bin",
+        "before-rename",
+    ],
+)
 def test_fault_aimed_elsewhere_does_not_fire(tmp_path, fault):
     name, snippet = WRITERS["write_bytes"]
     target = tmp_path / name
@@ -169,11 +184,15 @@ def test_exception_inside_keeps_target_and_removes_temp(tmp_path, directory, exi
 
 
 def test_write_parquet_is_deterministic_and_matches_polars(tmp_path):
-    frame = pl.DataFrame({"query_id": [f"q{i % 37}" for i in range(5000)],
-                          "doc_id": [f"d{i}" for i in range(5000)],
-                          "score": np.linspace(-3.0, 7.0, 5000),
-                          "rank": np.arange(5000, dtype=np.int32),
-                          "tags": [["a", "b"][: i % 3] for i in range(5000)]})
+    frame = pl.DataFrame(
+        {
+            "query_id": [f"q{i % 37}" for i in range(5000)],
+            "doc_id": [f"d{i}" for i in range(5000)],
+            "score": np.linspace(-3.0, 7.0, 5000),
+            "rank": np.arange(5000, dtype=np.int32),
+            "tags": [["a", "b"][: i % 3] for i in range(5000)],
+        }
+    )
     io.write_parquet(tmp_path / "one.parquet", frame)
     io.write_parquet(tmp_path / "two.parquet", frame.clone())
     frame.write_parquet(tmp_path / "polars.parquet", statistics=False, compression="zstd")

@@ -16,7 +16,7 @@ from releval.metrics import evaluate
 from releval.schemas import Record
 
 INV_LOG2_3 = 0.6309297535714575  # 1 / log2(3): the discount at rank 2
-INV_LOG2_4 = 0.5                 # 1 / log2(4): the discount at rank 3
+INV_LOG2_4 = 0.5  # 1 / log2(4): the discount at rank 3
 
 
 def qrels(*rows: tuple[str, str, int]) -> pl.DataFrame:
@@ -24,26 +24,45 @@ def qrels(*rows: tuple[str, str, int]) -> pl.DataFrame:
 
 
 def judgments(*rows: tuple[str, str, int, str]) -> pl.DataFrame:
-    return pl.DataFrame([(*r, None, None, None, i + 1) for i, r in enumerate(rows)],
-                        schema={"query_id": pl.Utf8, "doc_id": pl.Utf8, "grade": pl.Int64, "annotator": pl.Utf8,
-                                "span_start": pl.Int64, "span_end": pl.Int64, "notes": pl.Utf8, "line": pl.Int64},
-                        orient="row")
+    return pl.DataFrame(
+        [(*r, None, None, None, i + 1) for i, r in enumerate(rows)],
+        schema={
+            "query_id": pl.Utf8,
+            "doc_id": pl.Utf8,
+            "grade": pl.Int64,
+            "annotator": pl.Utf8,
+            "span_start": pl.Int64,
+            "span_end": pl.Int64,
+            "notes": pl.Utf8,
+            "line": pl.Int64,
+        },
+        orient="row",
+    )
 
 
-def write_set(root: Path, name: str, rows: list[dict], *, parent: str | None = None,
-              annotators=("alice", "bob", "carol")) -> Path:
+def write_set(
+    root: Path, name: str, rows: list[dict], *, parent: str | None = None, annotators=("alice", "bob", "carol")
+) -> Path:
     directory = root / name
     directory.mkdir(parents=True)
     data = "".join(json.dumps(r) + "\n" for r in rows).encode()
     (directory / "judgments.jsonl").write_bytes(data)
     (directory / "RUBRIC.md").write_text("# grade 0..3\n")
-    manifest = jm.Manifest(name, parent, "2026-11-30", {0: "not", 1: "partial", 2: "relevant", 3: "highly"},
-                           "RUBRIC.md", tuple(annotators), hashlib.sha256(data).hexdigest())
+    manifest = jm.Manifest(
+        name,
+        parent,
+        "2026-11-30",
+        {0: "not", 1: "partial", 2: "relevant", 3: "highly"},
+        "RUBRIC.md",
+        tuple(annotators),
+        hashlib.sha256(data).hexdigest(),
+    )
     (directory / "manifest.yaml").write_text(manifest.to_yaml())
     return directory
 
 
 # --------------------------------------------------------------------------- aggregation
+
 
 def test_one_annotator_gives_its_grade():
     out = jm.aggregate(judgments(("q1", "d1", 2, "alice"), ("q1", "d2", 0, "alice")))
@@ -73,6 +92,7 @@ def test_empty_judgments_give_empty_qrels():
 
 # --------------------------------------------------------------------------- IDCG
 
+
 def test_ideal_dcg_by_hand():
     table = qrels(("q1", "d1", 3), ("q1", "d2", 1), ("q1", "d3", 0), ("q2", "d4", 0))
     exp = jm.ideal_dcg(table, [1, 3], "exponential")
@@ -83,8 +103,9 @@ def test_ideal_dcg_by_hand():
 
 def test_ideal_dcg_agrees_with_the_metric_engine():
     table = qrels(("q1", "d1", 1), ("q1", "d2", 3), ("q1", "d3", 2), ("q1", "d4", 2), ("q2", "d1", 1))
-    ideal_run = pl.DataFrame({"query_id": ["q1"] * 4 + ["q2"], "doc_id": ["d2", "d3", "d4", "d1", "d1"],
-                              "score": [4.0, 3.0, 2.0, 1.0, 1.0]})
+    ideal_run = pl.DataFrame(
+        {"query_id": ["q1"] * 4 + ["q2"], "doc_id": ["d2", "d3", "d4", "d1", "d1"], "score": [4.0, 3.0, 2.0, 1.0, 1.0]}
+    )
     engine = evaluate(table, ideal_run, ["dcg@3"]).to_dict(per_query=True)["per_query"]
     ours = {q: v for q, k, v in jm.ideal_dcg(table, [3]).rows()}
     assert ours == {q: pytest.approx(engine[q]["dcg@3"], abs=1e-12) for q in engine}
@@ -99,12 +120,16 @@ def test_bad_k_or_gain_is_refused():
 
 # --------------------------------------------------------------------------- change report
 
-OLD = qrels(("q1", "d1", 3), ("q1", "d2", 1), ("q1", "d3", 0),
-            ("q2", "d4", 2),
-            ("q3", "d5", 1))
-NEW = qrels(("q1", "d1", 3), ("q1", "d2", 2), ("q1", "d3", 0), ("q1", "d6", 1),  # d2 regraded 1->2, d6 added
-            ("q2", "d4", 2), ("q2", "d7", 0),                                    # grade-0 addition: no change
-            ("q4", "d8", 1))                                                     # q3 gone, q4 new
+OLD = qrels(("q1", "d1", 3), ("q1", "d2", 1), ("q1", "d3", 0), ("q2", "d4", 2), ("q3", "d5", 1))
+NEW = qrels(
+    ("q1", "d1", 3),
+    ("q1", "d2", 2),
+    ("q1", "d3", 0),
+    ("q1", "d6", 1),  # d2 regraded 1->2, d6 added
+    ("q2", "d4", 2),
+    ("q2", "d7", 0),  # grade-0 addition: no change
+    ("q4", "d8", 1),
+)  # q3 gone, q4 new
 
 
 def test_change_report_by_hand():
@@ -150,9 +175,11 @@ def test_a_regrade_below_the_cutoff_does_not_move_idcg_at_1():
 
 # --------------------------------------------------------------------------- loading and writing sets
 
-ROWS = [{"query_id": "q1", "doc_id": "d1", "grade": 3, "annotator": "alice"},
-        {"query_id": "q1", "doc_id": "d1", "grade": 1, "annotator": "bob"},
-        {"query_id": "q1", "doc_id": "d2", "grade": 2, "annotator": "alice"}]
+ROWS = [
+    {"query_id": "q1", "doc_id": "d1", "grade": 3, "annotator": "alice"},
+    {"query_id": "q1", "doc_id": "d1", "grade": 1, "annotator": "bob"},
+    {"query_id": "q1", "doc_id": "d2", "grade": 2, "annotator": "alice"},
+]
 
 
 def test_load_version_and_qrels(tmp_path):
@@ -180,8 +207,9 @@ def test_manifest_yaml_round_trips(tmp_path):
 def test_write_version_seals_and_replaces_atomically(tmp_path):
     directory = write_set(tmp_path, "v1", ROWS)
     base = jm.load_version(directory)
-    data = (directory / "judgments.jsonl").read_bytes() + b'{"query_id": "q2", "doc_id": "d1", "grade": 0, ' \
-                                                          b'"annotator": "carol"}\n'
+    data = (
+        directory / "judgments.jsonl"
+    ).read_bytes() + b'{"query_id": "q2", "doc_id": "d1", "grade": 0, "annotator": "carol"}\n'
     sealed = jm.write_version(directory, base.manifest, data, jm.set_files(directory))
     assert sealed.judgments_sha256 == hashlib.sha256(data).hexdigest()
     assert jm.load_version(directory).judgments.height == 4
@@ -191,8 +219,10 @@ def test_write_version_seals_and_replaces_atomically(tmp_path):
 def test_add_judgments_makes_a_new_version_and_leaves_the_parent_alone(tmp_path):
     parent = write_set(tmp_path, "v1", ROWS)
     before = {p.name: p.read_bytes() for p in parent.iterdir()}
-    records = [Record(2, {"query_id": "q1", "doc_id": "d3", "grade": 2, "annotator": "erin"}),
-               Record(3, {"query_id": "q2", "doc_id": "d1", "grade": 0, "annotator": "erin"})]
+    records = [
+        Record(2, {"query_id": "q1", "doc_id": "d3", "grade": 2, "annotator": "erin"}),
+        Record(3, {"query_id": "q2", "doc_id": "d1", "grade": 0, "annotator": "erin"}),
+    ]
     judgment_set, added = jm.add_judgments(records, "pool.csv", tmp_path / "v2", parent=parent, date="2026-12-01")
     assert added == 2
     manifest = judgment_set.manifest
@@ -209,13 +239,17 @@ def test_add_judgments_makes_a_new_version_and_leaves_the_parent_alone(tmp_path)
 def test_add_judgments_writes_nothing_when_any_record_is_bad(tmp_path):
     directory = write_set(tmp_path, "v1", ROWS)
     before = {p.name: p.read_bytes() for p in directory.iterdir()}
-    records = [Record(2, {"query_id": "q1", "doc_id": "d9", "grade": 1, "annotator": "bob"}),
-               Record(3, {"query_id": "q1", "doc_id": "d1", "grade": 2, "annotator": "alice"}),  # already judged
-               Record(4, {"query_id": "q1", "doc_id": "d8", "grade": "two", "annotator": "bob"})]
+    records = [
+        Record(2, {"query_id": "q1", "doc_id": "d9", "grade": 1, "annotator": "bob"}),
+        Record(3, {"query_id": "q1", "doc_id": "d1", "grade": 2, "annotator": "alice"}),  # already judged
+        Record(4, {"query_id": "q1", "doc_id": "d8", "grade": "two", "annotator": "bob"}),
+    ]
     with pytest.raises(InputErrors) as caught:
         jm.add_judgments(records, "pool.csv", directory)
     assert [(e.file, e.line, e.field) for e in caught.value.errors] == [
-        ("pool.csv", 3, "doc_id"), ("pool.csv", 4, "grade")]
+        ("pool.csv", 3, "doc_id"),
+        ("pool.csv", 4, "grade"),
+    ]
     assert {p.name: p.read_bytes() for p in directory.iterdir()} == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["v1"]
 

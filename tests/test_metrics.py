@@ -10,16 +10,53 @@ import pytest
 import pytrec_eval
 
 from releval.errors import InputError
-from releval.metrics import (Contract, ContractMismatchError, Metric, contract_differences, ensure_same_contract,
-                             evaluate, parse_metric)
+from releval.metrics import (
+    Contract,
+    ContractMismatchError,
+    Metric,
+    contract_differences,
+    ensure_same_contract,
+    evaluate,
+    parse_metric,
+)
 
 TREC_EVAL_NAMES = {"map": "map", "mrr": "recip_rank", "rprec": "Rprec"}
-TREC_EVAL_CUT_NAMES = {"ndcg": "ndcg_cut_{k}", "map": "map_cut_{k}", "recall": "recall_{k}", "p": "P_{k}",
-                       "hit": "success_{k}"}
-TREC_EVAL_MEASURES = {"ndcg_cut.5,10,100", "map", "map_cut.10,100", "recall.5,10,100", "P.5,10,100",
-                      "recip_rank", "Rprec", "success.1,5,10"}
-CROSS_CHECKED = ["ndcg@5", "ndcg@10", "ndcg@100", "map", "map@10", "map@100", "recall@5", "recall@10",
-                 "recall@100", "p@5", "p@10", "p@100", "mrr", "rprec", "hit@1", "hit@5", "hit@10"]
+TREC_EVAL_CUT_NAMES = {
+    "ndcg": "ndcg_cut_{k}",
+    "map": "map_cut_{k}",
+    "recall": "recall_{k}",
+    "p": "P_{k}",
+    "hit": "success_{k}",
+}
+TREC_EVAL_MEASURES = {
+    "ndcg_cut.5,10,100",
+    "map",
+    "map_cut.10,100",
+    "recall.5,10,100",
+    "P.5,10,100",
+    "recip_rank",
+    "Rprec",
+    "success.1,5,10",
+}
+CROSS_CHECKED = [
+    "ndcg@5",
+    "ndcg@10",
+    "ndcg@100",
+    "map",
+    "map@10",
+    "map@100",
+    "recall@5",
+    "recall@10",
+    "recall@100",
+    "p@5",
+    "p@10",
+    "p@100",
+    "mrr",
+    "rprec",
+    "hit@1",
+    "hit@5",
+    "hit@10",
+]
 
 
 def qrels_frame(judgments: dict[str, dict[str, int]]) -> pl.DataFrame:
@@ -63,8 +100,9 @@ def random_collection(seed: int, n_queries: int = 60, tied: bool = False):
 
 
 def trec_eval_values(judgments, scores, relevance_level: int = 1) -> dict[str, dict[str, float]]:
-    return pytrec_eval.RelevanceEvaluator(judgments, TREC_EVAL_MEASURES,
-                                          relevance_level=relevance_level).evaluate(scores)
+    return pytrec_eval.RelevanceEvaluator(judgments, TREC_EVAL_MEASURES, relevance_level=relevance_level).evaluate(
+        scores
+    )
 
 
 def trec_eval_name(name: str) -> str:
@@ -87,38 +125,65 @@ def assert_matches_trec_eval(evaluation, reference, names) -> None:
 
 # --- naive reference for the metrics trec_eval lacks (and for exponential gain) ---------------
 
+
 def reference_values(judged: dict[str, int], scored: dict[str, float], k: int, gain: str) -> dict[str, float]:
     ranking = sorted(scored, key=lambda doc: (-scored[doc], doc))
     grades = [judged.get(doc, 0) for doc in ranking]
-    to_gain = (lambda g: 2.0 ** g - 1) if gain == "exponential" else float
+    to_gain = (lambda g: 2.0**g - 1) if gain == "exponential" else float
     top = grades[:k]
     dcg = sum(to_gain(g) / math.log2(rank + 2) for rank, g in enumerate(top))
     ideal = sum(to_gain(g) / math.log2(rank + 2) for rank, g in enumerate(sorted(judged.values(), reverse=True)[:k]))
     best_top = sum(to_gain(g) / math.log2(rank + 2) for rank, g in enumerate(sorted(top, reverse=True)))
     first_hit = next((rank + 1 for rank, g in enumerate(top) if g >= 1), None)
     judged_top = sum(doc in judged for doc in ranking[:k])
-    return {"dcg": dcg, "ndcg": dcg / ideal if ideal else 0.0, "ceiling": best_top / ideal if ideal else 0.0,
-            "mrr": 1.0 / first_hit if first_hit else 0.0,
-            "judged": judged_top / min(k, len(ranking)) if ranking else 0.0}
+    return {
+        "dcg": dcg,
+        "ndcg": dcg / ideal if ideal else 0.0,
+        "ceiling": best_top / ideal if ideal else 0.0,
+        "mrr": 1.0 / first_hit if first_hit else 0.0,
+        "judged": judged_top / min(k, len(ranking)) if ranking else 0.0,
+    }
 
 
 # --- metric names ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name, kind, k", [
-    ("ndcg@10", "ndcg", 10), ("NDCG@10", "ndcg", 10), ("dcg@3", "dcg", 3), ("recall@100", "recall", 100),
-    ("p@10", "p", 10), ("precision@5", "p", 5), ("rprec", "rprec", None), ("mrr", "mrr", None),
-    ("mrr@10", "mrr", 10), ("map", "map", None), ("map@100", "map", 100), ("hit@5", "hit", 5),
-    ("success@5", "hit", 5), ("judged@10", "judged", 10), ("ceiling@10", "ceiling", 10),
-])
+
+@pytest.mark.parametrize(
+    "name, kind, k",
+    [
+        ("ndcg@10", "ndcg", 10),
+        ("NDCG@10", "ndcg", 10),
+        ("dcg@3", "dcg", 3),
+        ("recall@100", "recall", 100),
+        ("p@10", "p", 10),
+        ("precision@5", "p", 5),
+        ("rprec", "rprec", None),
+        ("mrr", "mrr", None),
+        ("mrr@10", "mrr", 10),
+        ("map", "map", None),
+        ("map@100", "map", 100),
+        ("hit@5", "hit", 5),
+        ("success@5", "hit", 5),
+        ("judged@10", "judged", 10),
+        ("ceiling@10", "ceiling", 10),
+    ],
+)
 def test_parse_metric_names(name, kind, k):
     assert parse_metric(name) == Metric(kind, k)
 
 
-@pytest.mark.parametrize("name, message", [
-    ("ndgc@10", "unknown metric"), ("ndcg@0", "whole number > 0"), ("p@-3", "whole number > 0"),
-    ("recall@ten", "whole number > 0"), ("ndcg", "needs a cutoff"), ("rprec@10", "takes no cutoff"),
-    ("", "unknown metric"),
-])
+@pytest.mark.parametrize(
+    "name, message",
+    [
+        ("ndgc@10", "unknown metric"),
+        ("ndcg@0", "whole number > 0"),
+        ("p@-3", "whole number > 0"),
+        ("recall@ten", "whole number > 0"),
+        ("ndcg", "needs a cutoff"),
+        ("rprec@10", "takes no cutoff"),
+        ("", "unknown metric"),
+    ],
+)
 def test_bad_metric_names_are_clear_errors(name, message):
     with pytest.raises(InputError, match=message) as caught:
         parse_metric(name)
@@ -133,6 +198,7 @@ def test_metric_names_are_canonical_in_the_output():
 
 
 # --- textbook values (exponential gain) -----------------------------------------------------
+
 
 def test_textbook_ndcg_and_average_precision():
     qrels, run = ranked_example([2, 0, 3, 1, 0, 2, 0, 1, 0, 1], judged_grades=[3, 2, 2, 1, 1, 1])
@@ -152,8 +218,9 @@ def test_textbook_second_ranking_assumes_the_same_six_judged_documents():
 
 def test_hand_computed_small_metrics():
     qrels, run = ranked_example([0, 2, 0, 1], judged_grades=[2, 1, 1])
-    values = evaluate(qrels, run, ["dcg@2", "p@4", "recall@4", "rprec", "mrr", "mrr@1", "hit@1", "hit@2",
-                                   "ceiling@2", "ndcg@2"]).mean
+    values = evaluate(
+        qrels, run, ["dcg@2", "p@4", "recall@4", "rprec", "mrr", "mrr@1", "hit@1", "hit@2", "ceiling@2", "ndcg@2"]
+    ).mean
     assert values["dcg@2"] == pytest.approx(3 / math.log2(3))
     assert values["p@4"] == pytest.approx(2 / 4)
     assert values["recall@4"] == pytest.approx(2 / 3)
@@ -206,6 +273,7 @@ def test_ceiling_bounds_ndcg_and_equals_it_for_an_ideal_order():
 
 # --- trec_eval (pytrec_eval) agreement --------------------------------------------------------
 
+
 @pytest.mark.parametrize("seed", range(8))
 def test_linear_gain_matches_trec_eval_without_ties(seed):
     judgments, scores = random_collection(seed)
@@ -225,8 +293,9 @@ def test_trec_eval_contract_matches_trec_eval_with_ties(seed):
 @pytest.mark.parametrize("level", [2, 3])
 def test_relevance_threshold_matches_trec_eval_relevance_level(level):
     judgments, scores = random_collection(7)
-    contract = Contract(gain="linear", ties="trec_eval", rel_threshold=level, no_relevant="zero",
-                        missing_in_run="exclude")
+    contract = Contract(
+        gain="linear", ties="trec_eval", rel_threshold=level, no_relevant="zero", missing_in_run="exclude"
+    )
     evaluation = evaluate(qrels_frame(judgments), run_frame(scores), CROSS_CHECKED, contract)
     assert_matches_trec_eval(evaluation, trec_eval_values(judgments, scores, relevance_level=level), CROSS_CHECKED)
 
@@ -245,8 +314,9 @@ def test_trec_eval_ties_compare_scores_in_single_precision():
     run = run_frame({"q": {"a": 1.0 + 1e-9, "b": 1.0}})
     assert evaluate(qrels, run, ["mrr"], Contract.trec_eval()).mean["mrr"] == 1.0
     assert evaluate(qrels, run, ["mrr"]).mean["mrr"] == 0.5
-    reference = pytrec_eval.RelevanceEvaluator({"q": {"b": 1}}, {"recip_rank"}).evaluate({"q": {"a": 1.0 + 1e-9,
-                                                                                             "b": 1.0}})
+    reference = pytrec_eval.RelevanceEvaluator({"q": {"b": 1}}, {"recip_rank"}).evaluate(
+        {"q": {"a": 1.0 + 1e-9, "b": 1.0}}
+    )
     assert reference["q"]["recip_rank"] == 1.0
     assert evaluate(qrels, run, ["mrr"], Contract.trec_eval()).counts["queries_with_tied_scores"] == {"all": 1}
     assert evaluate(qrels, run, ["mrr"]).counts["queries_with_tied_scores"] == {"all": 0}
@@ -263,14 +333,20 @@ def test_negative_zero_ties_with_zero():
 def test_more_queries_than_sixteen_bit_codes():
     n = 70_000
     qrels = pl.DataFrame({"query_id": [f"q{i}" for i in range(n)], "doc_id": "d", "grade": 1})
-    run = pl.DataFrame({"query_id": [f"q{i}" for i in range(n)] * 2, "doc_id": ["d"] * n + ["e"] * n,
-                        "score": [float(i % 2) for i in range(n)] + [0.5] * n})
+    run = pl.DataFrame(
+        {
+            "query_id": [f"q{i}" for i in range(n)] * 2,
+            "doc_id": ["d"] * n + ["e"] * n,
+            "score": [float(i % 2) for i in range(n)] + [0.5] * n,
+        }
+    )
     evaluation = evaluate(qrels, run, ["mrr"])
     assert evaluation.counts["queries_evaluated"] == n
     assert evaluation.mean["mrr"] == pytest.approx(0.75)
 
 
 # --- ties -------------------------------------------------------------------------------------
+
 
 def test_equal_scores_earn_no_credit_from_input_order():
     docs = [f"doc{i:02d}" for i in range(30)]
@@ -292,8 +368,12 @@ def test_permuting_input_rows_never_changes_any_number(ties):
     contract = Contract(ties=ties)
     expected = evaluate(qrels, run, names, contract).to_dict()
     for seed in range(3):
-        shuffled = evaluate(qrels.sample(fraction=1.0, shuffle=True, seed=seed),
-                            run.sample(fraction=1.0, shuffle=True, seed=seed), names, contract).to_dict()
+        shuffled = evaluate(
+            qrels.sample(fraction=1.0, shuffle=True, seed=seed),
+            run.sample(fraction=1.0, shuffle=True, seed=seed),
+            names,
+            contract,
+        ).to_dict()
         assert shuffled == expected
 
 
@@ -305,6 +385,7 @@ def test_ties_across_the_cutoff_are_counted():
 
 
 # --- query policies ---------------------------------------------------------------------------
+
 
 def policy_collection():
     qrels = qrels_frame({"has_rel": {"a": 1}, "no_rel": {"a": 0}, "missing": {"a": 2}})
@@ -342,17 +423,20 @@ def test_trec_eval_query_set_is_run_queries_with_judgments():
 
 def test_nothing_to_evaluate_is_an_error():
     with pytest.raises(InputError, match="no query left to evaluate"):
-        evaluate(qrels_frame({"q": {"a": 1}}), run_frame({"r": {"a": 1.0}}), ["map"],
-                 Contract(missing_in_run="exclude"))
+        evaluate(
+            qrels_frame({"q": {"a": 1}}), run_frame({"r": {"a": 1.0}}), ["map"], Contract(missing_in_run="exclude")
+        )
 
 
 def test_slices_get_their_own_means():
     qrels = qrels_frame({"q1": {"a": 1}, "q2": {"a": 1}, "q3": {"a": 1}})
     run = run_frame({"q1": {"a": 1.0}, "q2": {"b": 1.0}, "q3": {"a": 1.0}})
     evaluation = evaluate(qrels, run, ["p@1"], slices={"q1": "easy", "q2": ["hard", "easy"], "q9": "other"})
-    assert evaluation.slices == {"easy": {"queries": 2, "mean": {"p@1": 0.5}},
-                                 "hard": {"queries": 1, "mean": {"p@1": 0.0}},
-                                 "other": {"queries": 0, "mean": {}}}
+    assert evaluation.slices == {
+        "easy": {"queries": 2, "mean": {"p@1": 0.5}},
+        "hard": {"queries": 1, "mean": {"p@1": 0.0}},
+        "other": {"queries": 0, "mean": {}},
+    }
     assert evaluation.to_dict()["slices"] == evaluation.slices
 
 
@@ -367,10 +451,16 @@ def test_to_dict_carries_contract_metrics_and_counts():
 
 # --- contracts --------------------------------------------------------------------------------
 
+
 def test_contract_defaults_and_round_trip():
     contract = Contract()
     assert (contract.gain, contract.ties, contract.rel_threshold, contract.no_relevant, contract.missing_in_run) == (
-        "exponential", "docid-asc", 1, "exclude", "zero")
+        "exponential",
+        "docid-asc",
+        1,
+        "exclude",
+        "zero",
+    )
     assert Contract.from_dict(contract.to_dict()) == contract
     assert Contract.from_dict(Contract.trec_eval().to_dict()) == Contract.trec_eval()
 
@@ -381,11 +471,18 @@ def test_contract_read_back_from_an_evaluation():
     assert Contract.from_dict(document["contract"]) == Contract.trec_eval()
 
 
-@pytest.mark.parametrize("terms, field", [
-    ({"gain": "cubic"}, "gain"), ({"ties": "random"}, "ties"), ({"rel_threshold": 0}, "rel_threshold"),
-    ({"no_relevant": "drop"}, "no_relevant"), ({"missing_in_run": "skip"}, "missing_in_run"),
-    ({"discount": "log10(rank+1)"}, "discount"), ({"colour": "red"}, "colour"),
-])
+@pytest.mark.parametrize(
+    "terms, field",
+    [
+        ({"gain": "cubic"}, "gain"),
+        ({"ties": "random"}, "ties"),
+        ({"rel_threshold": 0}, "rel_threshold"),
+        ({"no_relevant": "drop"}, "no_relevant"),
+        ({"missing_in_run": "skip"}, "missing_in_run"),
+        ({"discount": "log10(rank+1)"}, "discount"),
+        ({"colour": "red"}, "colour"),
+    ],
+)
 def test_invalid_contract_terms_are_named(terms, field):
     with pytest.raises(InputError) as caught:
         Contract.from_dict({**Contract().to_dict(), **terms})
@@ -396,13 +493,15 @@ def test_contract_differences_and_refusal():
     assert contract_differences(Contract(), Contract()) == []
     assert contract_differences(Contract(), Contract.trec_eval()) == ["gain", "missing_in_run", "no_relevant", "ties"]
     assert contract_differences(Contract(), {**Contract(rel_threshold=2).to_dict(), "metrics": ["map"]}) == [
-        "rel_threshold"]
+        "rel_threshold"
+    ]
     ensure_same_contract(Contract(), Contract().to_dict())
     with pytest.raises(ContractMismatchError, match=r"gain \('exponential' vs 'linear'\)"):
         ensure_same_contract(Contract(), Contract(gain="linear"))
 
 
 # --- bad input --------------------------------------------------------------------------------
+
 
 def test_duplicate_run_pair_names_both_rows():
     run = pl.DataFrame({"query_id": ["q", "q", "q"], "doc_id": ["a", "b", "a"], "score": [1.0, 2.0, 3.0]})
@@ -418,9 +517,14 @@ def test_duplicate_qrels_pair_is_rejected():
     assert (caught.value.file, caught.value.line) == ("qrels table", 2)
 
 
-@pytest.mark.parametrize("grades, line, message", [
-    ([1, -1], 2, "must be >= 0"), ([1.0, 2.5], 2, "whole number"), ([None, 1], 1, "missing value"),
-])
+@pytest.mark.parametrize(
+    "grades, line, message",
+    [
+        ([1, -1], 2, "must be >= 0"),
+        ([1.0, 2.5], 2, "whole number"),
+        ([None, 1], 1, "missing value"),
+    ],
+)
 def test_bad_grades_are_named(grades, line, message):
     qrels = pl.DataFrame({"query_id": ["q", "q"], "doc_id": ["a", "b"], "grade": grades})
     with pytest.raises(InputError, match=message) as caught:
@@ -449,6 +553,7 @@ def test_empty_run_and_missing_columns_are_rejected():
         evaluate(qrels_frame({"q": {"a": 1}}), pl.DataFrame({"query_id": ["q"], "doc_id": ["a"]}), ["map"])
     assert caught.value.field == "score"
     with pytest.raises(InputError, match="must be numeric") as caught:
-        evaluate(qrels_frame({"q": {"a": 1}}),
-                 pl.DataFrame({"query_id": ["q"], "doc_id": ["a"], "score": ["high"]}), ["map"])
+        evaluate(
+            qrels_frame({"q": {"a": 1}}), pl.DataFrame({"query_id": ["q"], "doc_id": ["a"], "score": ["high"]}), ["map"]
+        )
     assert caught.value.field == "score"

@@ -19,10 +19,12 @@ from conftest import MINI_CHUNKINGS, MINI_QUERIES, ROOT, copy_project, make_pydo
 pytestmark = pytest.mark.slow
 
 MODELS, CHUNKINGS = ("minilm", "e5small"), ("c256", "c512")
-CONFIGS = {f"{m}/{c}" for m in MODELS for c in CHUNKINGS} \
-    | {f"bm25/{c}" for c in CHUNKINGS} \
-    | {f"rrf({m},bm25)/{c}" for m in MODELS for c in CHUNKINGS} \
+CONFIGS = (
+    {f"{m}/{c}" for m in MODELS for c in CHUNKINGS}
+    | {f"bm25/{c}" for c in CHUNKINGS}
+    | {f"rrf({m},bm25)/{c}" for m in MODELS for c in CHUNKINGS}
     | {"minilm/c256+rerank(e5)"}
+)
 UP_TO_DATE = "Data and pipelines are up to date."
 # Stages DVC never restores from its run cache: archive's output persists; the others have outputs
 # with `cache: false` beyond metrics and plots. They rerun (cheaply) whenever their inputs move.
@@ -46,11 +48,13 @@ def repro(project: Path, *args: str) -> tuple[set[str], str]:
 
 
 def output_bytes(project: Path, root: str = "data/work") -> dict[str, bytes]:
-    return {p.relative_to(project).as_posix(): p.read_bytes()
-            for p in sorted((project / root).rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(project).as_posix(): p.read_bytes() for p in sorted((project / root).rglob("*")) if p.is_file()
+    }
 
 
 # --------------------------------------------------------------------------- what the default grid produced
+
 
 def test_grid_runs_every_configuration(default_project):
     metrics = json.loads((default_project / "reports" / "metrics.json").read_text())
@@ -95,6 +99,7 @@ def test_no_param_is_named_like_dvc_metadata(default_project):
 
 # --------------------------------------------------------------------------- one change, and what DVC reruns
 
+
 def test_noop_repro_runs_nothing(default_project, tmp_path):
     project = copy_project(default_project, tmp_path / "noop")
     compose(project)  # recomposing the same configuration changes nothing
@@ -131,8 +136,11 @@ def test_judgment_change_reencodes_nothing(default_project, tmp_path):
     records = [json.loads(line) for line in (version / "judgments.jsonl").read_text().splitlines() if line.strip()]
     pairs = [(r["query_id"], r["doc_id"]) for r in records]
     # Regrade one relevant document of a dev query, judged by one annotator only.
-    i = next(i for i, r in enumerate(records) if r["query_id"] in dev_queries() and r["grade"] == 3
-             and pairs.count(pairs[i]) == 1)
+    i = next(
+        i
+        for i, r in enumerate(records)
+        if r["query_id"] in dev_queries() and r["grade"] == 3 and pairs.count(pairs[i]) == 1
+    )
     records[i]["grade"] = 1
     manifest, errors = read_manifest(version / "manifest.yaml", expected_version="v2")
     assert manifest is not None, errors
@@ -155,8 +163,9 @@ def test_bad_chunk_size_fails_clearly_and_keeps_earlier_outputs(default_project,
     assert ran_stages(result.stdout) == {"chunk@c256"}
     # Every other output is as it was (DVC itself removes the failing stage's own outputs before running it).
     own = {"data/work/chunks/c256.parquet", "data/work/chunks/c256.json"}
-    assert {k: v for k, v in output_bytes(project).items() if k not in own} \
-        == {k: v for k, v in good.items() if k not in own}
+    assert {k: v for k, v in output_bytes(project).items() if k not in own} == {
+        k: v for k, v in good.items() if k not in own
+    }
 
     # Back to the good configuration: the chunks come back from DVC's cache (the lock still records
     # them), nothing is re-chunked, re-encoded, re-indexed or re-retrieved, every byte as before.
@@ -171,30 +180,47 @@ def test_bad_chunk_size_fails_clearly_and_keeps_earlier_outputs(default_project,
 
 # --------------------------------------------------------------------------- no noise
 
+
 def test_same_model_under_two_names_gives_the_same_numbers(tmp_path):
     """The pipeline adds no noise: one model run under two names scores the same on every query."""
     from releval.runs import rank_by_score
 
-    project = make_pydocs_project(tmp_path / "twins", "grid.chunkings=[c256]", "~model@models.e5small",
-                                  "+model@models.minilm_b=minilm", "grid.models=[minilm,minilm_b]",
-                                  "rerankers.e5.model=minilm_b", "~grid.reranked.minilm-c256-e5")
+    project = make_pydocs_project(
+        tmp_path / "twins",
+        "grid.chunkings=[c256]",
+        "~model@models.e5small",
+        "+model@models.minilm_b=minilm",
+        "grid.models=[minilm,minilm_b]",
+        "rerankers.e5.model=minilm_b",
+        "~grid.reranked.minilm-c256-e5",
+    )
     run(["dvc", "repro"], project)
     configs = json.loads((project / "reports" / "metrics.json").read_text())["configs"]
-    assert set(configs) == {"minilm/c256", "minilm_b/c256", "bm25/c256", "rrf(minilm,bm25)/c256",
-                            "rrf(minilm_b,bm25)/c256"}
+    assert set(configs) == {
+        "minilm/c256",
+        "minilm_b/c256",
+        "bm25/c256",
+        "rrf(minilm,bm25)/c256",
+        "rrf(minilm_b,bm25)/c256",
+    }
     for a, b in (("minilm/c256", "minilm_b/c256"), ("rrf(minilm,bm25)/c256", "rrf(minilm_b,bm25)/c256")):
         assert configs[a]["ndcg@10"] == pytest.approx(configs[b]["ndcg@10"], abs=1e-6)
         assert configs[a]["recall@100"] == pytest.approx(configs[b]["recall@100"], abs=1e-6)
     work = project / "data" / "work"
-    assert (work / "emb" / "minilm" / "c256" / "embeddings.npy").read_bytes() \
-        == (work / "emb" / "minilm_b" / "c256" / "embeddings.npy").read_bytes()
+    assert (work / "emb" / "minilm" / "c256" / "embeddings.npy").read_bytes() == (
+        work / "emb" / "minilm_b" / "c256" / "embeddings.npy"
+    ).read_bytes()
     # The same chunks with the same scores. (Not the same bytes: chunks of exactly equal score may come
     # out of the HNSW index in either order, and its build is not byte-reproducible.)
-    one, two = (rank_by_score(pl.read_parquet(work / "runs" / "dense" / m / "c256" / "run.parquet"))
-                for m in ("minilm", "minilm_b"))
+    one, two = (
+        rank_by_score(pl.read_parquet(work / "runs" / "dense" / m / "c256" / "run.parquet"))
+        for m in ("minilm", "minilm_b")
+    )
     assert one.equals(two)
     per_query = pl.read_parquet(project / "reports" / "per_query.parquet")
     columns = [c for c in per_query.columns if c != "config_id"]
-    one, two = (per_query.filter(pl.col("config_id") == cid).select(columns).sort("query_id")
-                for cid in ("minilm/c256", "minilm_b/c256"))
+    one, two = (
+        per_query.filter(pl.col("config_id") == cid).select(columns).sort("query_id")
+        for cid in ("minilm/c256", "minilm_b/c256")
+    )
     assert one.equals(two)

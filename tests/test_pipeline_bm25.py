@@ -14,8 +14,18 @@ pytestmark = pytest.mark.slow
 def test_pipeline_bm25_matches_rank_bm25_query_by_query(tmp_path):
     cranfield = require_cranfield()
     project = make_project(tmp_path / "bm25")
-    run(["releval", "params", "dataset=cranfield", "judgments=cranfield", f"dataset.corpus.path={cranfield / 'cran.all.1400'}",
-         f"dataset.queries.path={cranfield / 'cran.qry'}", f"judgments.path={cranfield / 'cranqrel'}"], project)
+    run(
+        [
+            "releval",
+            "params",
+            "dataset=cranfield",
+            "judgments=cranfield",
+            f"dataset.corpus.path={cranfield / 'cran.all.1400'}",
+            f"dataset.queries.path={cranfield / 'cran.qry'}",
+            f"judgments.path={cranfield / 'cranqrel'}",
+        ],
+        project,
+    )
     run(["dvc", "repro", "bm25@c256"], project)
     chunks = pl.read_parquet(project / "data/work/chunks/c256.parquet")
     queries = pl.read_parquet(project / "data/work/queries.parquet")
@@ -31,7 +41,7 @@ def test_pipeline_bm25_matches_rank_bm25_query_by_query(tmp_path):
         got = by_query[query_id].sort("rank")
         keep = expected > 0
         assert got.height == min(int(keep.sum()), 1000), query_id
-        order = np.lexsort((np.arange(len(expected)), -expected))[:got.height]
+        order = np.lexsort((np.arange(len(expected)), -expected))[: got.height]
         np.testing.assert_allclose(got["score"].to_numpy(), expected[order], rtol=0, atol=1e-9)
         # Each returned chunk carries its own reference score; chunks whose scores differ by float
         # rounding only (1e-15) may swap places, which the rank-wise check above already allows.

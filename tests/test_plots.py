@@ -18,38 +18,58 @@ from releval.errors import InputError
 from releval.metrics import Contract, evaluate
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--no-first-run", "--host-resolver-rules=MAP * ~NOTFOUND",
-                  "--virtual-time-budget=15000"]
-needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed "
-                                    "(apt-get install -y chromium); the offline-rendering check needs a browser")
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--host-resolver-rules=MAP * ~NOTFOUND",
+    "--virtual-time-budget=15000",
+]
+needs_chromium = pytest.mark.skipif(
+    CHROMIUM is None,
+    reason="chromium is not installed (apt-get install -y chromium); the offline-rendering check needs a browser",
+)
 
 
 def long_table(values: dict[str, list[float]], metric="ndcg@10") -> pl.DataFrame:
     n = len(next(iter(values.values())))
-    return pl.DataFrame({"config_id": [c for c in values for _ in range(n)],
-                         "query_id": [f"q{i:02d}" for _ in values for i in range(n)],
-                         metric: [v for vs in values.values() for v in vs]})
+    return pl.DataFrame(
+        {
+            "config_id": [c for c in values for _ in range(n)],
+            "query_id": [f"q{i:02d}" for _ in values for i in range(n)],
+            metric: [v for vs in values.values() for v in vs],
+        }
+    )
 
 
 RNG = np.random.default_rng(7)
-PER_QUERY = long_table({"base": list(RNG.uniform(0, 1, 30)), "better": list(RNG.uniform(0.2, 1, 30)),
-                        "same": list(RNG.uniform(0, 1, 30))})
+PER_QUERY = long_table(
+    {"base": list(RNG.uniform(0, 1, 30)), "better": list(RNG.uniform(0.2, 1, 30)), "same": list(RNG.uniform(0, 1, 30))}
+)
 
 
 # --------------------------------------------------------------------------- tables
 
+
 def test_interval_table_is_the_mean_with_a_paired_percentile_bootstrap():
     rows = plots.interval_table(PER_QUERY, "ndcg@10", n_resamples=2000, seed=3)
-    assert [r["config_id"] for r in rows] == sorted(["base", "better", "same"], key=lambda c: -PER_QUERY.filter(
-        pl.col("config_id") == c)["ndcg@10"].mean())
+    assert [r["config_id"] for r in rows] == sorted(
+        ["base", "better", "same"], key=lambda c: -PER_QUERY.filter(pl.col("config_id") == c)["ndcg@10"].mean()
+    )
     for row in rows:
         scores = PER_QUERY.filter(pl.col("config_id") == row["config_id"])["ndcg@10"].to_numpy()
         assert row["mean"] == pytest.approx(scores.mean())
         assert row["low"] < row["mean"] < row["high"]
         assert row["queries"] == 30 and row["confidence"] == 0.95
-    matrix = np.column_stack([PER_QUERY.filter(pl.col("config_id") == c).sort("query_id")["ndcg@10"].to_numpy()
-                              for c in ("base", "better", "same")])
+    matrix = np.column_stack(
+        [
+            PER_QUERY.filter(pl.col("config_id") == c).sort("query_id")["ndcg@10"].to_numpy()
+            for c in ("base", "better", "same")
+        ]
+    )
     low, high = stats.percentile_interval(stats.bootstrap_means(matrix, 2000, 3))
     by_id = {r["config_id"]: r for r in rows}
     assert by_id["better"]["low"] == pytest.approx(low[1]) and by_id["better"]["high"] == pytest.approx(high[1])
@@ -77,8 +97,13 @@ def test_difference_table_is_candidate_minus_baseline_per_query():
 def test_recall_curve_comes_from_the_engine_and_never_decreases():
     qrels = pl.DataFrame({"query_id": ["1", "1", "1", "2"], "doc_id": ["a", "b", "c", "d"], "grade": [1, 2, 0, 1]})
     docs = [f"x{i}" for i in range(8)] + ["a", "d", "b"]
-    run = pl.DataFrame({"query_id": ["1"] * len(docs) + ["2"] * 3, "doc_id": docs + ["d", "y", "z"],
-                        "score": list(np.linspace(1, 0, len(docs))) + [0.9, 0.5, 0.1]})
+    run = pl.DataFrame(
+        {
+            "query_id": ["1"] * len(docs) + ["2"] * 3,
+            "doc_id": docs + ["d", "y", "z"],
+            "score": list(np.linspace(1, 0, len(docs))) + [0.9, 0.5, 0.1],
+        }
+    )
     rows = plots.recall_curve_table({"r": run}, qrels, Contract(), max_k=12)
     values = [r["recall"] for r in rows]
     assert [r["k"] for r in rows] == list(range(1, 13))
@@ -91,11 +116,19 @@ def test_recall_curve_comes_from_the_engine_and_never_decreases():
 
 
 def test_quality_cost_table_reads_the_ops_of_every_configuration():
-    configs = {"a": {"ndcg@10": 0.5, "ops": {"index_bytes": 2_500_000, "chunks_per_s": 10.0, "latency_ms_p95": 3}},
-               "bm25": {"ndcg@10": 0.4, "ops": {"index_bytes": 1_000}}}
+    configs = {
+        "a": {"ndcg@10": 0.5, "ops": {"index_bytes": 2_500_000, "chunks_per_s": 10.0, "latency_ms_p95": 3}},
+        "bm25": {"ndcg@10": 0.4, "ops": {"index_bytes": 1_000}},
+    }
     rows = plots.quality_cost_table(configs, "ndcg@10")
-    assert rows[0] == {"config_id": "a", "metric": "ndcg@10", "quality": 0.5, "index_mb": 2.5, "chunks_per_s": 10.0,
-                       "latency_ms_p95": 3.0}
+    assert rows[0] == {
+        "config_id": "a",
+        "metric": "ndcg@10",
+        "quality": 0.5,
+        "index_mb": 2.5,
+        "chunks_per_s": 10.0,
+        "latency_ms_p95": 3.0,
+    }
     assert rows[1]["chunks_per_s"] is None and rows[1]["index_mb"] == 0.001
     with pytest.raises(InputError, match="has no map"):
         plots.quality_cost_table(configs, "map")
@@ -103,14 +136,31 @@ def test_quality_cost_table_reads_the_ops_of_every_configuration():
 
 # --------------------------------------------------------------------------- specs and templates
 
+
 def tables():
-    return {"ndcg_ci": plots.interval_table(PER_QUERY, "ndcg@10", n_resamples=500),
-            "recall_curve": [{"config_id": c, "k": k, "recall": k / 10} for c in ("a", "b") for k in range(1, 11)],
-            "quality_cost": [{"config_id": "a", "metric": "ndcg@10", "quality": 0.5, "index_mb": 1.0,
-                              "chunks_per_s": 5.0, "latency_ms_p95": 2.0},
-                             {"config_id": "b", "metric": "ndcg@10", "quality": 0.4, "index_mb": 0.4,
-                              "chunks_per_s": None, "latency_ms_p95": 0.1}],
-            "difference_hist": plots.difference_table(PER_QUERY, "base", "ndcg@10")}
+    return {
+        "ndcg_ci": plots.interval_table(PER_QUERY, "ndcg@10", n_resamples=500),
+        "recall_curve": [{"config_id": c, "k": k, "recall": k / 10} for c in ("a", "b") for k in range(1, 11)],
+        "quality_cost": [
+            {
+                "config_id": "a",
+                "metric": "ndcg@10",
+                "quality": 0.5,
+                "index_mb": 1.0,
+                "chunks_per_s": 5.0,
+                "latency_ms_p95": 2.0,
+            },
+            {
+                "config_id": "b",
+                "metric": "ndcg@10",
+                "quality": 0.4,
+                "index_mb": 0.4,
+                "chunks_per_s": None,
+                "latency_ms_p95": 0.1,
+            },
+        ],
+        "difference_hist": plots.difference_table(PER_QUERY, "base", "ndcg@10"),
+    }
 
 
 def _fields(node):
@@ -167,8 +217,9 @@ def test_dvc_yaml_plots_are_the_ones_this_module_defines():
     pipeline = yaml.safe_load((Path(__file__).resolve().parents[1] / "dvc.yaml").read_text())
     assert pipeline["plots"] == plots.dvc_plot_definitions()
     outs = [next(iter(o)) if isinstance(o, dict) else o for o in pipeline["stages"]["report"]["outs"]]
-    assert "reports/plots" in outs and all(Path(p).stem in plots.PLOTS for d in plots.dvc_plot_definitions()
-                                            for v in d.values() for p in v["y"])
+    assert "reports/plots" in outs and all(
+        Path(p).stem in plots.PLOTS for d in plots.dvc_plot_definitions() for v in d.values() for p in v["y"]
+    )
 
 
 def test_offline_template_refuses_scripts_it_cannot_inline():
@@ -192,6 +243,7 @@ def test_html_page_fills_the_template_with_one_chart_per_plot():
 
 # --------------------------------------------------------------------------- PNGs
 
+
 def _ink(png: bytes) -> float:
     from PIL import Image
 
@@ -210,14 +262,18 @@ def test_each_plot_renders_as_a_png_with_marks(name):
 
 def test_png_changes_with_the_data_and_unknown_plots_are_refused():
     data = tables()
-    moved = [{**row, "mean": row["mean"] / 2, "low": row["low"] / 2, "high": row["high"] / 2} for row in data["ndcg_ci"]]
-    assert plots.render_png("ndcg_ci", moved, "ndcg@10", "base") != plots.render_png("ndcg_ci", data["ndcg_ci"],
-                                                                                        "ndcg@10", "base")
+    moved = [
+        {**row, "mean": row["mean"] / 2, "low": row["low"] / 2, "high": row["high"] / 2} for row in data["ndcg_ci"]
+    ]
+    assert plots.render_png("ndcg_ci", moved, "ndcg@10", "base") != plots.render_png(
+        "ndcg_ci", data["ndcg_ci"], "ndcg@10", "base"
+    )
     with pytest.raises(InputError, match="unknown plot"):
         plots.render_png("pie", [], "ndcg@10", "base")
 
 
 # --------------------------------------------------------------------------- on a real pipeline
+
 
 @pytest.mark.slow
 def test_report_stage_writes_plot_data_that_agrees_with_the_scores(default_project):
@@ -237,8 +293,14 @@ def test_report_stage_writes_plot_data_that_agrees_with_the_scores(default_proje
     differences = json.loads((folder / "difference_hist.json").read_text())
     assert {r["baseline"] for r in differences} == {"minilm/c256"}
     report = (default_project / "reports" / "report.md").read_text()
-    for heading in ("## Grid", "## Against the baseline `minilm/c256`", "## Slices", "## Worst queries",
-                    "## Evaluation card", "## Warnings"):
+    for heading in (
+        "## Grid",
+        "## Against the baseline `minilm/c256`",
+        "## Slices",
+        "## Worst queries",
+        "## Evaluation card",
+        "## Warnings",
+    ):
         assert heading in report, heading
     assert "1. candidate bm25/c256 vs baseline minilm/c256" in report
     # A configuration whose top documents are mostly unjudged is warned about, and only such a one
@@ -294,7 +356,7 @@ def test_report_page_renders_every_chart_offline(default_project):
     for name in plots.PLOTS:
         start = dom.index(f'id="plot-{name}"')
         end = dom.find('id="plot-', start + 10)
-        chunk = dom[start:end if end > 0 else len(dom)]
+        chunk = dom[start : end if end > 0 else len(dom)]
         assert "<svg" in chunk, name
         assert chunk.count('role="graphics-symbol"') >= 4, name  # marks drawn, not an empty frame
 

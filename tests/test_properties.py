@@ -52,31 +52,50 @@ CUTOFFS = (1, 2, 3, 5, 10)
 
 
 def metric_names(k: int) -> list[str]:
-    return [f"ndcg@{k}", f"dcg@{k}", f"recall@{k}", f"p@{k}", f"hit@{k}", f"judged@{k}", f"ceiling@{k}",
-            f"mrr@{k}", f"map@{k}"]
+    return [
+        f"ndcg@{k}",
+        f"dcg@{k}",
+        f"recall@{k}",
+        f"p@{k}",
+        f"hit@{k}",
+        f"judged@{k}",
+        f"ceiling@{k}",
+        f"mrr@{k}",
+        f"map@{k}",
+    ]
 
 
 ALL_METRICS = ["rprec", "mrr", "map"] + [name for k in CUTOFFS for name in metric_names(k)]
 
 # Finite scores: a few values that tie (and -0.0, which ties with 0.0), plus the whole float range
 # (subnormals; magnitudes beyond float32, which the engine's single-precision key cannot hold).
-SCORES = st.one_of(st.sampled_from([0.0, -0.0, 0.5, 1.0, 2.0, -1.0]),
-                   st.floats(allow_nan=False, allow_infinity=False))
+SCORES = st.one_of(st.sampled_from([0.0, -0.0, 0.5, 1.0, 2.0, -1.0]), st.floats(allow_nan=False, allow_infinity=False))
 SMALL_SCORES = st.integers(-40, 40).map(lambda n: n / 4)  # exact, tie-prone, with room below the minimum
 
-CONTRACTS = st.builds(Contract, gain=st.sampled_from(GAINS), ties=st.sampled_from(TIE_RULES),
-                      rel_threshold=st.integers(1, 3), no_relevant=st.sampled_from(NO_RELEVANT_POLICIES),
-                      missing_in_run=st.sampled_from(MISSING_IN_RUN_POLICIES))
+CONTRACTS = st.builds(
+    Contract,
+    gain=st.sampled_from(GAINS),
+    ties=st.sampled_from(TIE_RULES),
+    rel_threshold=st.integers(1, 3),
+    no_relevant=st.sampled_from(NO_RELEVANT_POLICIES),
+    missing_in_run=st.sampled_from(MISSING_IN_RUN_POLICIES),
+)
 
 
 def qrels_frame(grades: dict[tuple[str, str], int]) -> pl.DataFrame:
-    return pl.DataFrame([(q, d, g) for (q, d), g in grades.items()],
-                        schema={"query_id": pl.String, "doc_id": pl.String, "grade": pl.Int64}, orient="row")
+    return pl.DataFrame(
+        [(q, d, g) for (q, d), g in grades.items()],
+        schema={"query_id": pl.String, "doc_id": pl.String, "grade": pl.Int64},
+        orient="row",
+    )
 
 
 def run_frame(scores: dict[tuple[str, str], float]) -> pl.DataFrame:
-    return pl.DataFrame([(q, d, s) for (q, d), s in scores.items()],
-                        schema={"query_id": pl.String, "doc_id": pl.String, "score": pl.Float64}, orient="row")
+    return pl.DataFrame(
+        [(q, d, s) for (q, d), s in scores.items()],
+        schema={"query_id": pl.String, "doc_id": pl.String, "score": pl.Float64},
+        orient="row",
+    )
 
 
 @st.composite
@@ -95,6 +114,7 @@ def per_query(evaluation) -> dict[str, dict[str, float]]:
 
 
 # --- the metric engine --------------------------------------------------------------------------
+
 
 @SETTINGS
 @given(collections(), CONTRACTS)
@@ -126,21 +146,26 @@ def test_permuting_input_rows_never_changes_any_number(collection, contract, rng
         expected = evaluate(qrels_frame(grades), run_frame(scores), ALL_METRICS, contract).to_dict()
         rng.shuffle(qrels_rows)
         rng.shuffle(run_rows)
-        shuffled = evaluate(qrels_frame(dict(qrels_rows)), run_frame(dict(run_rows)), ALL_METRICS,
-                            contract).to_dict()
+        shuffled = evaluate(qrels_frame(dict(qrels_rows)), run_frame(dict(run_rows)), ALL_METRICS, contract).to_dict()
     assert shuffled == expected  # exact: per query, means, counts and contract
 
 
 @SETTINGS
-@given(st.dictionaries(st.tuples(st.sampled_from(QUERIES), st.sampled_from(DOCS)), st.integers(0, 3), min_size=1,
-                       max_size=40),
-       st.sampled_from(GAINS), st.sampled_from(TIE_RULES), st.sampled_from(CUTOFFS))
+@given(
+    st.dictionaries(
+        st.tuples(st.sampled_from(QUERIES), st.sampled_from(DOCS)), st.integers(0, 3), min_size=1, max_size=40
+    ),
+    st.sampled_from(GAINS),
+    st.sampled_from(TIE_RULES),
+    st.sampled_from(CUTOFFS),
+)
 def test_an_ideal_run_scores_one(grades, gain, ties, k):
     assume(any(grade >= 1 for grade in grades.values()))
     # All judged documents, scored by grade: a run sorted by grade (equal grades tie; any order of them is ideal).
     run = {pair: float(grade) for pair, grade in grades.items()}
-    evaluation = evaluate(qrels_frame(grades), run_frame(run), [f"ndcg@{k}", f"ceiling@{k}"],
-                          Contract(gain=gain, ties=ties))
+    evaluation = evaluate(
+        qrels_frame(grades), run_frame(run), [f"ndcg@{k}", f"ceiling@{k}"], Contract(gain=gain, ties=ties)
+    )
     with_relevant = {q for (q, _), grade in grades.items() if grade >= 1}
     values = per_query(evaluation)
     assert set(values) == with_relevant
@@ -150,8 +175,13 @@ def test_an_ideal_run_scores_one(grades, gain, ties, k):
 
 
 @SETTINGS
-@given(collections(scores=SMALL_SCORES), st.sampled_from(GAINS), st.sampled_from(TIE_RULES),
-       st.sampled_from(["unjudged", "grade 0"]), st.data())
+@given(
+    collections(scores=SMALL_SCORES),
+    st.sampled_from(GAINS),
+    st.sampled_from(TIE_RULES),
+    st.sampled_from(["unjudged", "grade 0"]),
+    st.data(),
+)
 def test_a_non_relevant_document_at_the_bottom_never_changes_ndcg(collection, gain, ties, kind, data):
     grades, scores = collection
     judged_queries = {q for q, _ in grades}
@@ -202,9 +232,16 @@ DOC_IDS = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_s
 
 
 @SETTINGS
-@given(st.lists(st.tuples(DOC_IDS, st.sampled_from([0.0, 1.0, 2.0, -0.0, 1.0 + 2 ** -30])), min_size=1,
-                max_size=12, unique_by=lambda row: row[0]),
-       st.data(), st.sampled_from(TIE_RULES))
+@given(
+    st.lists(
+        st.tuples(DOC_IDS, st.sampled_from([0.0, 1.0, 2.0, -0.0, 1.0 + 2**-30])),
+        min_size=1,
+        max_size=12,
+        unique_by=lambda row: row[0],
+    ),
+    st.data(),
+    st.sampled_from(TIE_RULES),
+)
 def test_the_tie_rule_is_deterministic(rows, data, ties):
     """The rank of the one relevant document equals the rank the documented rule gives it."""
     relevant = data.draw(st.sampled_from([doc for doc, _ in rows]))
@@ -227,14 +264,20 @@ def test_the_tie_rule_is_deterministic(rows, data, ties):
 
 # What the TREC writer and reader treat as a field separator: Unicode White_Space (Rust's \s).
 WHITE_SPACE = "\t\n\x0b\x0c\r\x85"
-TREC_ID = st.text(st.characters(blacklist_categories=("Cs", "Zs", "Zl", "Zp"), blacklist_characters=WHITE_SPACE),
-                  min_size=1, max_size=6)
+TREC_ID = st.text(
+    st.characters(blacklist_categories=("Cs", "Zs", "Zl", "Zp"), blacklist_characters=WHITE_SPACE),
+    min_size=1,
+    max_size=6,
+)
 
 
 @SETTINGS
-@given(st.dictionaries(st.tuples(TREC_ID, TREC_ID), st.floats(allow_nan=False, allow_infinity=False), min_size=1,
-                       max_size=25),
-       st.text(st.characters(whitelist_categories=("L", "N", "P")), min_size=1, max_size=8))
+@given(
+    st.dictionaries(
+        st.tuples(TREC_ID, TREC_ID), st.floats(allow_nan=False, allow_infinity=False), min_size=1, max_size=25
+    ),
+    st.text(st.characters(whitelist_categories=("L", "N", "P")), min_size=1, max_size=8),
+)
 def test_write_trec_run_then_read_run_gives_the_same_table(scores, tag):
     run = run_frame(scores)
     with tempfile.TemporaryDirectory() as tmp:
@@ -254,11 +297,23 @@ SEPARATORS = st.sampled_from([" ", "\t", "  ", " \t ", "\x0b", "\x0c"])
 
 
 @SETTINGS
-@given(st.lists(st.tuples(TREC_ID, st.sampled_from(["0", "Q0", "1", "iter"]), TREC_ID, st.integers(0, 2 ** 40),
-                          st.integers(0, 3), st.lists(SEPARATORS, min_size=5, max_size=5),
-                          st.sampled_from(["\n", "\r\n", "\n\n", "\r\n  \r\n", " \t\n"])),
-                min_size=1, max_size=25, unique_by=lambda row: (row[0], row[2])),
-       st.booleans())
+@given(
+    st.lists(
+        st.tuples(
+            TREC_ID,
+            st.sampled_from(["0", "Q0", "1", "iter"]),
+            TREC_ID,
+            st.integers(0, 2**40),
+            st.integers(0, 3),
+            st.lists(SEPARATORS, min_size=5, max_size=5),
+            st.sampled_from(["\n", "\r\n", "\n\n", "\r\n  \r\n", " \t\n"]),
+        ),
+        min_size=1,
+        max_size=25,
+        unique_by=lambda row: (row[0], row[2]),
+    ),
+    st.booleans(),
+)
 def test_trec_qrels_text_round_trips(rows, final_newline):
     lines = []
     for query_id, iteration, doc_id, grade, zeros, (lead, s1, s2, s3, trail), end in rows:
@@ -276,18 +331,50 @@ def test_trec_qrels_text_round_trips(rows, final_newline):
 
 TEXT = st.one_of(
     st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=40),
-    st.lists(st.sampled_from(["\u2028", "\u2029", "\x85", "😀", "👩\u200d👩\u200d👧", "\r", "\r\n", "\n", "\t",
-                              "\x01", "\x1f", "\x7f", "\ufeff", "\\", '"', "é", "e\u0301", " ", "日本語"]),
-             max_size=8).map("".join),
+    st.lists(
+        st.sampled_from(
+            [
+                "\u2028",
+                "\u2029",
+                "\x85",
+                "😀",
+                "👩\u200d👩\u200d👧",
+                "\r",
+                "\r\n",
+                "\n",
+                "\t",
+                "\x01",
+                "\x1f",
+                "\x7f",
+                "\ufeff",
+                "\\",
+                '"',
+                "é",
+                "e\u0301",
+                " ",
+                "日本語",
+            ]
+        ),
+        max_size=8,
+    ).map("".join),
 )
 CORPUS_ID = st.text(st.characters(blacklist_categories=("Cs", "Zs", "Zl", "Zp", "Cc")), min_size=1, max_size=8)
 
 
 @SETTINGS
-@given(st.lists(st.tuples(CORPUS_ID, TEXT, TEXT, st.sampled_from(["key", "absent", "null"])), min_size=1,
-                max_size=8, unique_by=lambda row: row[0]),
-       st.booleans(), st.sampled_from([".jsonl", ".jsonl.gz"]), st.sampled_from(["\n", "\r\n"]), st.booleans(),
-       st.sampled_from(["_id", "doc_id", "id"]))
+@given(
+    st.lists(
+        st.tuples(CORPUS_ID, TEXT, TEXT, st.sampled_from(["key", "absent", "null"])),
+        min_size=1,
+        max_size=8,
+        unique_by=lambda row: row[0],
+    ),
+    st.booleans(),
+    st.sampled_from([".jsonl", ".jsonl.gz"]),
+    st.sampled_from(["\n", "\r\n"]),
+    st.booleans(),
+    st.sampled_from(["_id", "doc_id", "id"]),
+)
 def test_jsonl_corpus_round_trips_unicode(docs, ascii_only, suffix, newline, bom, id_key):
     lines = []
     for doc_id, title, text, title_style in docs:
@@ -306,7 +393,8 @@ def test_jsonl_corpus_round_trips_unicode(docs, ascii_only, suffix, newline, bom
             frame = read_corpus(path, "jsonl")
     assert frame.rows() == [
         (doc_id, title, text, hashlib.sha256(f"{title}\n{text}".encode()).hexdigest())
-        for doc_id, title, text, _ in docs]
+        for doc_id, title, text, _ in docs
+    ]
     empty = [doc_id for doc_id, _, text, _ in docs if not text.strip()]
     warned = [w for w in caught if issubclass(w.category, EmptyTextWarning)]
     assert bool(warned) == bool(empty)

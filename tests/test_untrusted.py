@@ -24,19 +24,33 @@ def calls_in_code():
 
 
 def test_no_code_path_unpickles_or_instantiates_from_data():
-    forbidden = {"pickle.load", "pickle.loads", "torch.load", "joblib.load", "instantiate",
-                 "hydra.utils.instantiate", "eval", "exec"}
+    forbidden = {
+        "pickle.load",
+        "pickle.loads",
+        "torch.load",
+        "joblib.load",
+        "instantiate",
+        "hydra.utils.instantiate",
+        "eval",
+        "exec",
+    }
     found = [(p.name, name) for p, name, _ in calls_in_code() if name in forbidden]
     assert found == []
-    pickled = [(p.name, name) for p, name, kw in calls_in_code()
-               if "allow_pickle" in kw and not (isinstance(kw["allow_pickle"], ast.Constant)
-                                                and kw["allow_pickle"].value is False)]
+    pickled = [
+        (p.name, name)
+        for p, name, kw in calls_in_code()
+        if "allow_pickle" in kw
+        and not (isinstance(kw["allow_pickle"], ast.Constant) and kw["allow_pickle"].value is False)
+    ]
     assert pickled == []
 
 
 def test_trust_remote_code_is_never_hard_wired_true():
-    hard_wired = [(p.name, name) for p, name, kw in calls_in_code()
-                  if isinstance(kw.get("trust_remote_code"), ast.Constant) and kw["trust_remote_code"].value]
+    hard_wired = [
+        (p.name, name)
+        for p, name, kw in calls_in_code()
+        if isinstance(kw.get("trust_remote_code"), ast.Constant) and kw["trust_remote_code"].value
+    ]
     assert hard_wired == []
 
 

@@ -27,8 +27,15 @@ def make_set(root: Path, name: str, rows: list, *, parent: str | None = None, an
     directory = root / "judgments" / name
     jsonl(directory / "judgments.jsonl", *rows)
     (directory / "RUBRIC.md").write_text("# Rubric\n")
-    manifest = Manifest(name, parent, "2026-11-30", {0: "not relevant", 1: "partial", 2: "relevant"}, "RUBRIC.md",
-                        tuple(annotators), hashlib.sha256((directory / "judgments.jsonl").read_bytes()).hexdigest())
+    manifest = Manifest(
+        name,
+        parent,
+        "2026-11-30",
+        {0: "not relevant", 1: "partial", 2: "relevant"},
+        "RUBRIC.md",
+        tuple(annotators),
+        hashlib.sha256((directory / "judgments.jsonl").read_bytes()).hexdigest(),
+    )
     (directory / "manifest.yaml").write_text(manifest.to_yaml())
     return directory
 
@@ -36,25 +43,42 @@ def make_set(root: Path, name: str, rows: list, *, parent: str | None = None, an
 @pytest.fixture
 def dataset(tmp_path: Path) -> Path:
     root = tmp_path / "data"
-    jsonl(root / "queries.jsonl",
-          {"query_id": "q1", "text": "sort a dict", "split": "dev", "slices": ["howto"]},
-          {"query_id": "q2", "text": "with statement", "split": "holdout", "must_never_break": True})
-    corpus = "".join(json.dumps({"_id": d, "title": d.upper(), "text": f"text of {d}"}) + "\n"
-                     for d in ("d1", "d2", "d3"))
+    jsonl(
+        root / "queries.jsonl",
+        {"query_id": "q1", "text": "sort a dict", "split": "dev", "slices": ["howto"]},
+        {"query_id": "q2", "text": "with statement", "split": "holdout", "must_never_break": True},
+    )
+    corpus = "".join(
+        json.dumps({"_id": d, "title": d.upper(), "text": f"text of {d}"}) + "\n" for d in ("d1", "d2", "d3")
+    )
     (root / "corpus.jsonl.gz").write_bytes(gzip.compress(corpus.encode(), mtime=0))
-    make_set(root, "v1", [{"query_id": "q1", "doc_id": "d1", "grade": 2, "annotator": "alice"},
-                          {"query_id": "q1", "doc_id": "d1", "grade": 1, "annotator": "bob"},
-                          {"query_id": "q2", "doc_id": "d2", "grade": 0, "annotator": "alice", "span_start": 0,
-                           "span_end": 4}])
-    make_set(root, "v2", [{"query_id": "q1", "doc_id": "d1", "grade": 2, "annotator": "alice"},
-                          {"query_id": "q2", "doc_id": "d3", "grade": 1, "annotator": "bob"}], parent="v1")
+    make_set(
+        root,
+        "v1",
+        [
+            {"query_id": "q1", "doc_id": "d1", "grade": 2, "annotator": "alice"},
+            {"query_id": "q1", "doc_id": "d1", "grade": 1, "annotator": "bob"},
+            {"query_id": "q2", "doc_id": "d2", "grade": 0, "annotator": "alice", "span_start": 0, "span_end": 4},
+        ],
+    )
+    make_set(
+        root,
+        "v2",
+        [
+            {"query_id": "q1", "doc_id": "d1", "grade": 2, "annotator": "alice"},
+            {"query_id": "q2", "doc_id": "d3", "grade": 1, "annotator": "bob"},
+        ],
+        parent="v1",
+    )
     return root
 
 
 def tree_state(root: Path) -> dict[str, tuple[str, int]]:
-    return {p.relative_to(root).as_posix(): (hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mtime_ns)
-            for p in sorted(root.rglob("*")) if p.is_file()} | \
-           {p.relative_to(root).as_posix() + "/": ("dir", 0) for p in root.rglob("*") if p.is_dir()}
+    return {
+        p.relative_to(root).as_posix(): (hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mtime_ns)
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    } | {p.relative_to(root).as_posix() + "/": ("dir", 0) for p in root.rglob("*") if p.is_dir()}
 
 
 def validate(capsys, *args) -> tuple[int, list[str], str]:
@@ -67,37 +91,53 @@ def test_a_clean_dataset(dataset, capsys):
     before = tree_state(dataset)
     code, out, _ = validate(capsys, dataset)
     assert code == 0
-    assert out == [f"ok: dataset {dataset}: 2 queries (1 dev, 1 holdout), 3 documents, 2 judgment set(s): "
-                   "judgment set v1: 3 judgments, 2 queries, 2 annotator(s); "
-                   "judgment set v2: 2 judgments, 2 queries, 2 annotator(s)"]
+    assert out == [
+        f"ok: dataset {dataset}: 2 queries (1 dev, 1 holdout), 3 documents, 2 judgment set(s): "
+        "judgment set v1: 3 judgments, 2 queries, 2 annotator(s); "
+        "judgment set v2: 2 judgments, 2 queries, 2 annotator(s)"
+    ]
     assert tree_state(dataset) == before
 
 
 def test_every_problem_in_a_dataset_is_printed_and_nothing_changes(dataset, capsys):
-    jsonl(dataset / "queries.jsonl",
-          {"query_id": "q1", "text": "sort a dict", "split": "dev"},
-          {"query_id": "q1", "text": "", "split": "later"},
-          {"query_id": "q2", "text": "with statement", "split": "holdout"})
+    jsonl(
+        dataset / "queries.jsonl",
+        {"query_id": "q1", "text": "sort a dict", "split": "dev"},
+        {"query_id": "q1", "text": "", "split": "later"},
+        {"query_id": "q2", "text": "with statement", "split": "holdout"},
+    )
     v1 = dataset / "judgments" / "v1"
     with open(v1 / "judgments.jsonl", "a") as fh:  # edited without a new manifest
         fh.write(json.dumps({"query_id": "q1", "doc_id": "d9", "grade": "2", "annotator": "carol"}) + "\n")
-    v2 = make_set(dataset, "v3", [{"query_id": "q9", "doc_id": "d1", "grade": 5, "annotator": "alice"},
-                                  {"query_id": "q2", "doc_id": "d2", "grade": 1, "annotator": "alice",
-                                   "span_start": 3, "span_end": 99}], parent="v0")
+    v2 = make_set(
+        dataset,
+        "v3",
+        [
+            {"query_id": "q9", "doc_id": "d1", "grade": 5, "annotator": "alice"},
+            {"query_id": "q2", "doc_id": "d2", "grade": 1, "annotator": "alice", "span_start": 3, "span_end": 99},
+        ],
+        parent="v0",
+    )
     (v2 / "RUBRIC.md").unlink()
     before = tree_state(dataset)
     code, out, err = validate(capsys, dataset)
     assert code == 1
     assert all(PROBLEM.match(line) for line in out), out
-    found = {(Path(m["file"]).relative_to(dataset).as_posix(), int(m["line"]), m["field"])
-             for m in map(PROBLEM.match, out)}
+    found = {
+        (Path(m["file"]).relative_to(dataset).as_posix(), int(m["line"]), m["field"]) for m in map(PROBLEM.match, out)
+    }
     assert found == {
-        ("queries.jsonl", 2, "query_id"), ("queries.jsonl", 2, "text"), ("queries.jsonl", 2, "split"),
+        ("queries.jsonl", 2, "query_id"),
+        ("queries.jsonl", 2, "text"),
+        ("queries.jsonl", 2, "split"),
         ("judgments/v1/manifest.yaml", 7, "judgments_sha256"),
-        ("judgments/v1/judgments.jsonl", 4, "grade"), ("judgments/v1/judgments.jsonl", 4, "annotator"),
+        ("judgments/v1/judgments.jsonl", 4, "grade"),
+        ("judgments/v1/judgments.jsonl", 4, "annotator"),
         ("judgments/v1/judgments.jsonl", 4, "doc_id"),
-        ("judgments/v3/manifest.yaml", 2, "parent"), ("judgments/v3/manifest.yaml", 5, "rubric"),
-        ("judgments/v3/judgments.jsonl", 1, "query_id"), ("judgments/v3/judgments.jsonl", 2, "span_end"),
+        ("judgments/v3/manifest.yaml", 2, "parent"),
+        ("judgments/v3/manifest.yaml", 5, "rubric"),
+        ("judgments/v3/judgments.jsonl", 1, "query_id"),
+        ("judgments/v3/judgments.jsonl", 2, "span_end"),
     }
     assert len(out) == len(found)
     assert f"{len(out)} problems in {dataset}" in err
@@ -105,9 +145,11 @@ def test_every_problem_in_a_dataset_is_printed_and_nothing_changes(dataset, caps
 
 
 def test_a_set_directory_finds_its_dataset_queries_and_corpus(dataset, capsys):
-    jsonl(dataset / "judgments" / "v2" / "judgments.jsonl",
-          {"query_id": "q1", "doc_id": "d1", "grade": 2, "annotator": "alice"},
-          {"query_id": "q7", "doc_id": "d404", "grade": 1, "annotator": "bob"})
+    jsonl(
+        dataset / "judgments" / "v2" / "judgments.jsonl",
+        {"query_id": "q1", "doc_id": "d1", "grade": 2, "annotator": "alice"},
+        {"query_id": "q7", "doc_id": "d404", "grade": 1, "annotator": "bob"},
+    )
     code, out, _ = validate(capsys, dataset / "judgments" / "v2")
     assert code == 1
     assert [PROBLEM.match(line)["field"] for line in out] == ["query_id", "doc_id", "judgments_sha256"]
@@ -131,8 +173,10 @@ def test_a_missing_manifest(dataset, capsys):
     (dataset / "judgments" / "v2" / "manifest.yaml").unlink()
     code, out, _ = validate(capsys, dataset / "judgments" / "v2")
     assert code == 1
-    assert out == [f"{dataset / 'judgments' / 'v2' / 'manifest.yaml'}: field 'manifest': "
-                   "no such file: a judgment set needs a manifest.yaml"]
+    assert out == [
+        f"{dataset / 'judgments' / 'v2' / 'manifest.yaml'}: field 'manifest': "
+        "no such file: a judgment set needs a manifest.yaml"
+    ]
 
 
 def test_a_queries_file(dataset, capsys):
@@ -144,13 +188,19 @@ def test_a_queries_file(dataset, capsys):
 
 
 def test_a_judgments_file_without_manifest_and_an_explicit_corpus(dataset, tmp_path, capsys):
-    loose = jsonl(tmp_path / "loose.jsonl",
-                  {"query_id": "q1", "doc_id": "d1", "grade": 3, "annotator": "x"},
-                  {"query_id": "q1", "doc_id": "d8", "grade": 1.5, "annotator": "x"})
-    code, out, _ = validate(capsys, loose, "--corpus", dataset / "corpus.jsonl.gz", "--queries",
-                            dataset / "queries.jsonl")
+    loose = jsonl(
+        tmp_path / "loose.jsonl",
+        {"query_id": "q1", "doc_id": "d1", "grade": 3, "annotator": "x"},
+        {"query_id": "q1", "doc_id": "d8", "grade": 1.5, "annotator": "x"},
+    )
+    code, out, _ = validate(
+        capsys, loose, "--corpus", dataset / "corpus.jsonl.gz", "--queries", dataset / "queries.jsonl"
+    )
     assert code == 1
-    assert [(PROBLEM.match(line)["line"], PROBLEM.match(line)["field"]) for line in out] == [("2", "grade"), ("2", "doc_id")]
+    assert [(PROBLEM.match(line)["line"], PROBLEM.match(line)["field"]) for line in out] == [
+        ("2", "grade"),
+        ("2", "doc_id"),
+    ]
 
 
 def test_a_broken_corpus_is_reported(dataset, tmp_path, capsys):
@@ -161,21 +211,36 @@ def test_a_broken_corpus_is_reported(dataset, tmp_path, capsys):
 
 def test_a_filled_pool_against_a_set(dataset, tmp_path, capsys):
     filled = tmp_path / "filled.csv"
-    filled.write_text("query_id,query,doc_id,title,snippet,grade,annotator\n"
-                      "q1,sort,d1,D1,s,2,alice\n"
-                      "q1,sort,d2,D2,s,,\n"
-                      "q1,sort,d3,D3,s,3,carol\n"
-                      "q2,with,d3,D3,s,1,\n")
-    code, out, _ = validate(capsys, filled, "--judgments", dataset / "judgments" / "v1", "--queries",
-                            dataset / "queries.jsonl", "--corpus", dataset / "corpus.jsonl.gz")
+    filled.write_text(
+        "query_id,query,doc_id,title,snippet,grade,annotator\n"
+        "q1,sort,d1,D1,s,2,alice\n"
+        "q1,sort,d2,D2,s,,\n"
+        "q1,sort,d3,D3,s,3,carol\n"
+        "q2,with,d3,D3,s,1,\n"
+    )
+    code, out, _ = validate(
+        capsys,
+        filled,
+        "--judgments",
+        dataset / "judgments" / "v1",
+        "--queries",
+        dataset / "queries.jsonl",
+        "--corpus",
+        dataset / "corpus.jsonl.gz",
+    )
     assert code == 1
     assert [(PROBLEM.match(line)["line"], PROBLEM.match(line)["field"]) for line in out] == [
-        ("2", "doc_id"), ("4", "grade"), ("5", "annotator")]
+        ("2", "doc_id"),
+        ("4", "grade"),
+        ("5", "annotator"),
+    ]
     assert "already judged" in out[0] and "not on the scale" in out[1] and out[2].endswith("missing")
-    filled.write_text("query_id,query,doc_id,title,snippet,grade,annotator\n"
-                      "q1,sort,d1,D1,s,3,dave\n"
-                      "q1,sort,d2,D2,s,,\n"
-                      "q2,with,d3,D3,s,1,\n")
+    filled.write_text(
+        "query_id,query,doc_id,title,snippet,grade,annotator\n"
+        "q1,sort,d1,D1,s,3,dave\n"
+        "q1,sort,d2,D2,s,,\n"
+        "q2,with,d3,D3,s,1,\n"
+    )
     code, out, _ = validate(capsys, filled, "--annotator", "dave")
     assert code == 0
     assert out[0].endswith("2 graded rows, 1 ungraded (no --judgments: grades checked as integers >= 0 only)")
@@ -197,8 +262,11 @@ def test_an_unrecognised_directory(tmp_path, capsys):
 def test_validating_the_embedded_corpus_as_corpus(dataset, capsys):
     corpus = Path(__file__).resolve().parents[1] / "data" / "pydocs" / "corpus.jsonl.gz"
     queries = jsonl(dataset / "q.jsonl", {"query_id": "p1", "text": "json dumps", "split": "dev"})
-    loose = jsonl(dataset / "j.jsonl", {"query_id": "p1", "doc_id": "module:json", "grade": 2, "annotator": "a"},
-                  {"query_id": "p1", "doc_id": "module:nope", "grade": 0, "annotator": "a"})
+    loose = jsonl(
+        dataset / "j.jsonl",
+        {"query_id": "p1", "doc_id": "module:json", "grade": 2, "annotator": "a"},
+        {"query_id": "p1", "doc_id": "module:nope", "grade": 0, "annotator": "a"},
+    )
     code, out, _ = validate(capsys, loose, "--corpus", corpus, "--queries", queries)
     assert code == 1 and len(out) == 1 and "unknown document 'module:nope'" in out[0]
     assert os.path.exists(corpus)

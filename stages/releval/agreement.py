@@ -42,9 +42,16 @@ class Agreement:
     only_b: int = 0
 
     def to_dict(self) -> dict[str, Any]:
-        return {"shared_pairs": self.shared_pairs, "only_a": self.only_a, "only_b": self.only_b,
-                "categories": list(self.categories), "confusion": self.confusion.astype(int).tolist(),
-                "raw_agreement": self.raw, "kappa": self.kappa, "linear_weighted_kappa": self.weighted_kappa}
+        return {
+            "shared_pairs": self.shared_pairs,
+            "only_a": self.only_a,
+            "only_b": self.only_b,
+            "categories": list(self.categories),
+            "confusion": self.confusion.astype(int).tolist(),
+            "raw_agreement": self.raw,
+            "kappa": self.kappa,
+            "linear_weighted_kappa": self.weighted_kappa,
+        }
 
 
 def confusion_matrix(grades_a: Sequence[int], grades_b: Sequence[int], categories: Sequence[int]) -> np.ndarray:
@@ -86,13 +93,20 @@ def agreement(a: pl.DataFrame, b: pl.DataFrame, scale: Iterable[int] | None = No
         dup = table.group_by("query_id", "doc_id").len().filter(pl.col("len") > 1)
         if dup.height:
             first = dup.row(0, named=True)
-            raise InputError(f"annotator {name} judged query {first['query_id']!r}, doc {first['doc_id']!r} "
-                             f"{first['len']} times; agreement compares one grade per pair", field="grade")
+            raise InputError(
+                f"annotator {name} judged query {first['query_id']!r}, doc {first['doc_id']!r} "
+                f"{first['len']} times; agreement compares one grade per pair",
+                field="grade",
+            )
     joined = a.select("query_id", "doc_id", pl.col("grade").alias("grade_a")).join(
-        b.select("query_id", "doc_id", pl.col("grade").alias("grade_b")), on=["query_id", "doc_id"], how="inner")
+        b.select("query_id", "doc_id", pl.col("grade").alias("grade_b")), on=["query_id", "doc_id"], how="inner"
+    )
     if joined.height == 0:
-        raise InputError(f"no shared pairs: the two sides judged no (query, document) pair in common "
-                         f"({a.height} and {b.height} judgments)", field="pairs")
+        raise InputError(
+            f"no shared pairs: the two sides judged no (query, document) pair in common "
+            f"({a.height} and {b.height} judgments)",
+            field="pairs",
+        )
     grades_a = joined["grade_a"].to_list()
     grades_b = joined["grade_b"].to_list()
     if scale is not None:
@@ -104,12 +118,21 @@ def agreement(a: pl.DataFrame, b: pl.DataFrame, scale: Iterable[int] | None = No
         categories = tuple(sorted(set(grades_a) | set(grades_b)))
     matrix = confusion_matrix(grades_a, grades_b, categories)
     raw, kappa, weighted = kappas(matrix, categories)
-    return Agreement(joined.height, categories, matrix, raw, kappa, weighted,
-                     only_a=a.height - joined.height, only_b=b.height - joined.height)
+    return Agreement(
+        joined.height,
+        categories,
+        matrix,
+        raw,
+        kappa,
+        weighted,
+        only_a=a.height - joined.height,
+        only_b=b.height - joined.height,
+    )
 
 
 def render(result: Agreement, label_a: str, label_b: str) -> str:
     """The report as text: counts, the three figures, the confusion matrix."""
+
     def number(value: float | None) -> str:
         return "undefined (all judgments in one grade)" if value is None else f"{value:.4f}"
 

@@ -52,32 +52,35 @@ META_DIR = "meta"
 DEFAULT_RUNS_ROOT = "data/work/runs"
 WORKSPACE = "workspace"
 
-INDEX_SCHEMA = pl.Schema({
-    "run_sha256": pl.Utf8,        # sha256 of run.parquet's bytes (= reports/lineage.json's run_sha256)
-    "config_id": pl.Utf8,
-    "meta_sha256": pl.Utf8,       # sha256 of run.json's bytes: meta/<meta_sha256>.json
-    "kind": pl.Utf8,              # dense | bm25 | fused | reranked
-    "chunking": pl.Utf8,
-    "models": pl.List(pl.Utf8),   # every model the run used (run.json "models"), sorted
-    "dataset": pl.Utf8,           # params dataset.name where the run was made
-    "run_path": pl.Utf8,          # where it lived, e.g. data/work/runs/dense/minilm/c256
-    "rows": pl.Int64,
-    "stage": pl.Utf8,             # the DVC stage that wrote it, e.g. retrieve@minilm-c256
-    "params_digest": pl.Utf8,     # sha256 of that stage's params in dvc.lock (canonical JSON)
-    "params_json": pl.Utf8,       # those params themselves
-    "dvc_out_md5": pl.Utf8,       # the DVC hash of the stage output holding the run
-    "commit": pl.Utf8,            # git commit the run came from (null: no commit yet)
-    "commit_date": pl.Utf8,       # that commit's committer date (ISO 8601)
-    "dirty": pl.Boolean,          # the workspace differed from `commit` when archived
-    "dirty_paths": pl.List(pl.Utf8),
-    "source": pl.Utf8,            # workspace | rev:<REV> | exp:<NAME>
-    "archived_at": pl.Utf8,       # when first archived, ISO 8601 UTC
-})
+INDEX_SCHEMA = pl.Schema(
+    {
+        "run_sha256": pl.Utf8,  # sha256 of run.parquet's bytes (= reports/lineage.json's run_sha256)
+        "config_id": pl.Utf8,
+        "meta_sha256": pl.Utf8,  # sha256 of run.json's bytes: meta/<meta_sha256>.json
+        "kind": pl.Utf8,  # dense | bm25 | fused | reranked
+        "chunking": pl.Utf8,
+        "models": pl.List(pl.Utf8),  # every model the run used (run.json "models"), sorted
+        "dataset": pl.Utf8,  # params dataset.name where the run was made
+        "run_path": pl.Utf8,  # where it lived, e.g. data/work/runs/dense/minilm/c256
+        "rows": pl.Int64,
+        "stage": pl.Utf8,  # the DVC stage that wrote it, e.g. retrieve@minilm-c256
+        "params_digest": pl.Utf8,  # sha256 of that stage's params in dvc.lock (canonical JSON)
+        "params_json": pl.Utf8,  # those params themselves
+        "dvc_out_md5": pl.Utf8,  # the DVC hash of the stage output holding the run
+        "commit": pl.Utf8,  # git commit the run came from (null: no commit yet)
+        "commit_date": pl.Utf8,  # that commit's committer date (ISO 8601)
+        "dirty": pl.Boolean,  # the workspace differed from `commit` when archived
+        "dirty_paths": pl.List(pl.Utf8),
+        "source": pl.Utf8,  # workspace | rev:<REV> | exp:<NAME>
+        "archived_at": pl.Utf8,  # when first archived, ISO 8601 UTC
+    }
+)
 
 _MAX_DIRTY_PATHS = 50
 
 
 # --------------------------------------------------------------------------- small helpers
+
 
 def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
@@ -99,6 +102,7 @@ def empty_index() -> pl.DataFrame:
 
 
 # --------------------------------------------------------------------------- what is added
+
 
 @dataclass(frozen=True)
 class Provenance:
@@ -144,21 +148,23 @@ class RunFiles:
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise InputError(f"not a JSON run sidecar: {exc}", file=f"{self.run_path}/run.json") from None
         if not isinstance(meta, dict) or not isinstance(meta.get("config_id"), str):
-            raise InputError("a run sidecar needs a string config_id", file=f"{self.run_path}/run.json",
-                             field="config_id")
+            raise InputError(
+                "a run sidecar needs a string config_id", file=f"{self.run_path}/run.json", field="config_id"
+            )
         return meta
 
 
 @dataclass
 class AddReport:
-    added: list[tuple[str, str]] = field(default_factory=list)      # (run_sha256, config_id)
-    present: list[tuple[str, str]] = field(default_factory=list)    # already archived: left as they were
+    added: list[tuple[str, str]] = field(default_factory=list)  # (run_sha256, config_id)
+    present: list[tuple[str, str]] = field(default_factory=list)  # already archived: left as they were
 
     def summary(self) -> str:
         return f"{len(self.added)} added, {len(self.present)} already archived"
 
 
 # --------------------------------------------------------------------------- the archive
+
 
 class Archive:
     """A content-addressed run archive directory (see the module docstring)."""
@@ -201,8 +207,9 @@ class Archive:
         finally:
             os.close(fd)  # releases the lock
 
-    def add(self, items: Iterable[RunFiles], provenance: Provenance, *, dataset: str | None,
-            archived_at: str | None = None) -> AddReport:
+    def add(
+        self, items: Iterable[RunFiles], provenance: Provenance, *, dataset: str | None, archived_at: str | None = None
+    ) -> AddReport:
         """Add runs; a (run_sha256, config_id) already archived is left exactly as it was."""
         report = AddReport()
         archived_at = archived_at or holdout.utc_now()
@@ -235,8 +242,11 @@ class Archive:
         """Write a content-addressed file once; an existing one must already hold these bytes."""
         if target.exists():
             if target.stat().st_size != len(data):
-                raise InputError(f"archived file differs from its hash name ({target.stat().st_size} bytes, "
-                                 f"expected {len(data)}): the archive was edited", file=str(target))
+                raise InputError(
+                    f"archived file differs from its hash name ({target.stat().st_size} bytes, "
+                    f"expected {len(data)}): the archive was edited",
+                    file=str(target),
+                )
             return
         io.write_bytes(target, data)
 
@@ -246,8 +256,9 @@ class Archive:
             raise InputError("archived run missing (the index names it)", file=str(path))
         data = path.read_bytes()
         if verify and sha256_bytes(data) != run_sha256:
-            raise InputError(f"sha256 {sha256_bytes(data)} does not match the file's name: the archive was edited",
-                             file=str(path))
+            raise InputError(
+                f"sha256 {sha256_bytes(data)} does not match the file's name: the archive was edited", file=str(path)
+            )
         return pl.read_parquet(_stdio.BytesIO(data))
 
     def read_meta(self, meta_sha256: str) -> dict[str, Any]:
@@ -265,24 +276,37 @@ def _run_rows(item: RunFiles) -> int:
     return frame.height
 
 
-def _index_row(item: RunFiles, meta: dict[str, Any], rows: int, provenance: Provenance, dataset: str | None,
-               archived_at: str) -> dict[str, Any]:
+def _index_row(
+    item: RunFiles, meta: dict[str, Any], rows: int, provenance: Provenance, dataset: str | None, archived_at: str
+) -> dict[str, Any]:
     out = item.out
     params = out.params if out else None
     models = meta.get("models") or {}
     return {
-        "run_sha256": item.run_sha256, "config_id": meta["config_id"], "meta_sha256": item.meta_sha256,
-        "kind": meta.get("kind"), "chunking": meta.get("chunking"),
+        "run_sha256": item.run_sha256,
+        "config_id": meta["config_id"],
+        "meta_sha256": item.meta_sha256,
+        "kind": meta.get("kind"),
+        "chunking": meta.get("chunking"),
         "models": sorted(models) if isinstance(models, dict) else sorted(map(str, models)),
-        "dataset": dataset, "run_path": item.run_path, "rows": rows,
-        "stage": out.stage if out else None, "params_digest": params_digest(params),
-        "params_json": _canonical_json(params) if params else None, "dvc_out_md5": out.md5 if out else None,
-        "commit": provenance.commit, "commit_date": provenance.commit_date, "dirty": provenance.dirty,
-        "dirty_paths": list(provenance.dirty_paths), "source": provenance.source, "archived_at": archived_at,
+        "dataset": dataset,
+        "run_path": item.run_path,
+        "rows": rows,
+        "stage": out.stage if out else None,
+        "params_digest": params_digest(params),
+        "params_json": _canonical_json(params) if params else None,
+        "dvc_out_md5": out.md5 if out else None,
+        "commit": provenance.commit,
+        "commit_date": provenance.commit_date,
+        "dirty": provenance.dirty,
+        "dirty_paths": list(provenance.dirty_paths),
+        "source": provenance.source,
+        "archived_at": archived_at,
     }
 
 
 # --------------------------------------------------------------------------- dvc.lock
+
 
 def parse_lock(text: str | None, *, source: str = "dvc.lock") -> dict[str, Any]:
     if not text:
@@ -318,11 +342,19 @@ def producing_out(run_path: str, outs: Sequence[StageOut]) -> StageOut | None:
 
 def output_paths(lock: Mapping[str, Any]) -> list[str]:
     """Every output path of every stage in a parsed dvc.lock."""
-    return sorted({str(out.get("path")) for entry in (lock.get("stages") or {}).values() if isinstance(entry, dict)
-                   for out in entry.get("outs") or [] if out.get("path")})
+    return sorted(
+        {
+            str(out.get("path"))
+            for entry in (lock.get("stages") or {}).values()
+            if isinstance(entry, dict)
+            for out in entry.get("outs") or []
+            if out.get("path")
+        }
+    )
 
 
 # --------------------------------------------------------------------------- git (read-only)
+
 
 def git(args: Sequence[str], cwd: str | os.PathLike, *, check: bool = True) -> str | None:
     """Run a read-only git command; its stdout, or None when it fails and ``check`` is false."""
@@ -376,8 +408,13 @@ def workspace_provenance(repo: str | os.PathLike, lock: Mapping[str, Any]) -> Pr
         return Provenance(commit=None, dirty=True, dirty_paths=("<not a git repository>",))
     if head is None:
         dirty = dirty or ["<no commit yet>"]
-    return Provenance(commit=head, dirty=bool(dirty), dirty_paths=tuple(sorted(dirty)[:_MAX_DIRTY_PATHS]),
-                      source=WORKSPACE, commit_date=commit_date(repo, head) if head else None)
+    return Provenance(
+        commit=head,
+        dirty=bool(dirty),
+        dirty_paths=tuple(sorted(dirty)[:_MAX_DIRTY_PATHS]),
+        source=WORKSPACE,
+        commit_date=commit_date(repo, head) if head else None,
+    )
 
 
 def _bookkeeping(path: str, outs: Sequence[PurePosixPath]) -> bool:
@@ -399,18 +436,24 @@ def resolve_experiment(repo: str | os.PathLike, name: str) -> str:
         if ref == name or ref.rsplit("/", 1)[-1] == name:
             matches.append((ref, sha))
     if not matches:
-        raise InputError(f"no DVC experiment named {name!r} (see `dvc exp list --all-commits`)", file=str(repo),
-                         field="exp")
+        raise InputError(
+            f"no DVC experiment named {name!r} (see `dvc exp list --all-commits`)", file=str(repo), field="exp"
+        )
     if len(matches) > 1:
-        raise InputError(f"experiment name {name!r} is ambiguous: {', '.join(r for r, _ in matches)}; "
-                         "pass the full ref", file=str(repo), field="exp")
+        raise InputError(
+            f"experiment name {name!r} is ambiguous: {', '.join(r for r, _ in matches)}; pass the full ref",
+            file=str(repo),
+            field="exp",
+        )
     return matches[0][1]
 
 
 # --------------------------------------------------------------------------- collecting runs
 
-def workspace_runs(repo: str | os.PathLike, runs_root: str = DEFAULT_RUNS_ROOT,
-                   lock: Mapping[str, Any] | None = None) -> tuple[list[RunFiles], list[str]]:
+
+def workspace_runs(
+    repo: str | os.PathLike, runs_root: str = DEFAULT_RUNS_ROOT, lock: Mapping[str, Any] | None = None
+) -> tuple[list[RunFiles], list[str]]:
     """The run folders under ``runs_root`` in the workspace, each with the stage output holding it.
 
     Returns (runs, skipped): a folder that is no stage's output in dvc.lock (a leftover of a
@@ -445,8 +488,11 @@ def revision_runs(repo: str | os.PathLike, commit: str, runs_root: str = DEFAULT
         try:
             files = fs.find(out.path)
         except Exception as exc:  # DVC raises many types when the cache lacks an object
-            raise InputError(f"cannot list {out.path} at {commit[:12]} ({type(exc).__name__}: {exc}); is it in the "
-                             f"DVC cache? try `dvc fetch --rev {commit[:12]}`", file=out.path) from None
+            raise InputError(
+                f"cannot list {out.path} at {commit[:12]} ({type(exc).__name__}: {exc}); is it in the "
+                f"DVC cache? try `dvc fetch --rev {commit[:12]}`",
+                file=out.path,
+            ) from None
         run_dirs = sorted({str(PurePosixPath(f).parent) for f in files if PurePosixPath(f).name == "run.json"})
         for run_dir in run_dirs:
             try:
@@ -455,9 +501,11 @@ def revision_runs(repo: str | os.PathLike, commit: str, runs_root: str = DEFAULT
             except FileNotFoundError:
                 continue
             except Exception as exc:
-                raise InputError(f"cannot read {run_dir} at {commit[:12]} from the DVC cache "
-                                 f"({type(exc).__name__}: {exc}); try `dvc fetch --rev {commit[:12]}`",
-                                 file=run_dir) from None
+                raise InputError(
+                    f"cannot read {run_dir} at {commit[:12]} from the DVC cache "
+                    f"({type(exc).__name__}: {exc}); try `dvc fetch --rev {commit[:12]}`",
+                    file=run_dir,
+                ) from None
             found.append(RunFiles(run_dir.lstrip("/"), run_bytes, meta_bytes, out))
     return found
 
@@ -475,18 +523,26 @@ def dataset_at(repo: str | os.PathLike, commit: str | None, params_file: str = "
     return str(name) if name is not None else None
 
 
-def archive_revision(archive: Archive, repo: str | os.PathLike, rev: str, *, source: str | None = None,
-                     runs_root: str = DEFAULT_RUNS_ROOT) -> tuple[str, int, AddReport]:
+def archive_revision(
+    archive: Archive,
+    repo: str | os.PathLike,
+    rev: str,
+    *,
+    source: str | None = None,
+    runs_root: str = DEFAULT_RUNS_ROOT,
+) -> tuple[str, int, AddReport]:
     """Bring back a commit's runs from DVC's cache. Returns (commit, runs found, report)."""
     commit = resolve_commit(repo, rev)
     found = revision_runs(repo, commit, runs_root)
-    provenance = Provenance(commit=commit, dirty=False, source=source or f"rev:{rev}",
-                            commit_date=commit_date(repo, commit))
+    provenance = Provenance(
+        commit=commit, dirty=False, source=source or f"rev:{rev}", commit_date=commit_date(repo, commit)
+    )
     report = archive.add(found, provenance, dataset=dataset_at(repo, commit))
     return commit, len(found), report
 
 
 # --------------------------------------------------------------------------- scoring (shared with score.py)
+
 
 def idcg_cutoffs(metrics: Sequence[str]) -> list[int]:
     """The k of every metric whose value divides by IDCG@k (ndcg, ceiling); [10] when there is none."""
@@ -502,8 +558,14 @@ class Judged:
     qrels: pl.DataFrame
 
 
-def score_archive(archive: Archive, index: pl.DataFrame, judged: Sequence[Judged], query_ids: pl.Series,
-                  metrics: Sequence[str], contract: Contract) -> dict[tuple[str, str], dict[str, Any]]:
+def score_archive(
+    archive: Archive,
+    index: pl.DataFrame,
+    judged: Sequence[Judged],
+    query_ids: pl.Series,
+    metrics: Sequence[str],
+    contract: Contract,
+) -> dict[tuple[str, str], dict[str, Any]]:
     """Score every distinct archived run under each judgment version.
 
     Returns {(run_sha256, version): {"mean": {...}, "counts": {...}}}; a run table shared by
@@ -518,11 +580,15 @@ def score_archive(archive: Archive, index: pl.DataFrame, judged: Sequence[Judged
     return scores
 
 
-def _evaluate(qrels: pl.DataFrame, run: pl.DataFrame, metrics: Sequence[str], contract: Contract,
-              run_sha: str) -> dict[str, Any]:
+def _evaluate(
+    qrels: pl.DataFrame, run: pl.DataFrame, metrics: Sequence[str], contract: Contract, run_sha: str
+) -> dict[str, Any]:
     if run.height == 0:
-        return {"mean": {m: None for m in metrics}, "counts": {"queries_evaluated": 0},
-                "error": "the run has no scored query"}
+        return {
+            "mean": {m: None for m in metrics},
+            "counts": {"queries_evaluated": 0},
+            "error": "the run has no scored query",
+        }
     try:
         evaluation = scoring.score_table(run, qrels, metrics, contract, run_source=f"archive run {run_sha[:12]}")
     except InputError as exc:
@@ -530,40 +596,78 @@ def _evaluate(qrels: pl.DataFrame, run: pl.DataFrame, metrics: Sequence[str], co
     return {"mean": evaluation.mean, "counts": evaluation.counts, "error": None}
 
 
-def history_table(index: pl.DataFrame, scores: Mapping[tuple[str, str], dict[str, Any]], version: str,
-                  metrics: Sequence[str], primary: str) -> pl.DataFrame:
+def history_table(
+    index: pl.DataFrame,
+    scores: Mapping[tuple[str, str], dict[str, Any]],
+    version: str,
+    metrics: Sequence[str],
+    primary: str,
+) -> pl.DataFrame:
     """One row per archived (run, configuration), scored under ``version``; best ``primary`` first."""
     names = [m.name for m in parse_metrics(metrics)]
     rows = []
     for entry in index.iter_rows(named=True):
         result = scores[(entry["run_sha256"], version)]
         counts = result["counts"]
-        rows.append({
-            "judgments_version": version, "config_id": entry["config_id"], "run_sha256": entry["run_sha256"],
-            "commit": entry["commit"], "dirty": entry["dirty"], "commit_date": entry["commit_date"],
-            "archived_at": entry["archived_at"], "source": entry["source"], "kind": entry["kind"],
-            "chunking": entry["chunking"], "models": entry["models"], "dataset": entry["dataset"],
-            "stage": entry["stage"], "params_digest": entry["params_digest"],
-            "queries_evaluated": int(counts.get("queries_evaluated", 0)),
-            "queries_missing_from_run": int(counts.get("queries_missing_from_run", 0)),
-            "error": result["error"],
-            **{name: result["mean"].get(name) for name in names},
-        })
-    schema = {"judgments_version": pl.Utf8, "config_id": pl.Utf8, "run_sha256": pl.Utf8, "commit": pl.Utf8,
-              "dirty": pl.Boolean, "commit_date": pl.Utf8, "archived_at": pl.Utf8, "source": pl.Utf8,
-              "kind": pl.Utf8, "chunking": pl.Utf8, "models": pl.List(pl.Utf8), "dataset": pl.Utf8,
-              "stage": pl.Utf8, "params_digest": pl.Utf8, "queries_evaluated": pl.Int64,
-              "queries_missing_from_run": pl.Int64, "error": pl.Utf8, **{name: pl.Float64 for name in names}}
+        rows.append(
+            {
+                "judgments_version": version,
+                "config_id": entry["config_id"],
+                "run_sha256": entry["run_sha256"],
+                "commit": entry["commit"],
+                "dirty": entry["dirty"],
+                "commit_date": entry["commit_date"],
+                "archived_at": entry["archived_at"],
+                "source": entry["source"],
+                "kind": entry["kind"],
+                "chunking": entry["chunking"],
+                "models": entry["models"],
+                "dataset": entry["dataset"],
+                "stage": entry["stage"],
+                "params_digest": entry["params_digest"],
+                "queries_evaluated": int(counts.get("queries_evaluated", 0)),
+                "queries_missing_from_run": int(counts.get("queries_missing_from_run", 0)),
+                "error": result["error"],
+                **{name: result["mean"].get(name) for name in names},
+            }
+        )
+    schema = {
+        "judgments_version": pl.Utf8,
+        "config_id": pl.Utf8,
+        "run_sha256": pl.Utf8,
+        "commit": pl.Utf8,
+        "dirty": pl.Boolean,
+        "commit_date": pl.Utf8,
+        "archived_at": pl.Utf8,
+        "source": pl.Utf8,
+        "kind": pl.Utf8,
+        "chunking": pl.Utf8,
+        "models": pl.List(pl.Utf8),
+        "dataset": pl.Utf8,
+        "stage": pl.Utf8,
+        "params_digest": pl.Utf8,
+        "queries_evaluated": pl.Int64,
+        "queries_missing_from_run": pl.Int64,
+        "error": pl.Utf8,
+        **{name: pl.Float64 for name in names},
+    }
     table = pl.DataFrame(rows, schema=schema, orient="row")
     primary = parse_metrics([primary])[0].name
-    table = table.sort([primary, "config_id", "archived_at", "run_sha256"],
-                       descending=[True, False, False, False], nulls_last=True)
+    table = table.sort(
+        [primary, "config_id", "archived_at", "run_sha256"], descending=[True, False, False, False], nulls_last=True
+    )
     return table.with_columns(pl.int_range(1, pl.len() + 1).cast(pl.Int64).alias("rank")).select(
-        "rank", pl.exclude("rank"))
+        "rank", pl.exclude("rank")
+    )
 
 
-def score_changes_table(index: pl.DataFrame, scores: Mapping[tuple[str, str], dict[str, Any]], parent: str,
-                        active: str, metrics: Sequence[str]) -> pl.DataFrame:
+def score_changes_table(
+    index: pl.DataFrame,
+    scores: Mapping[tuple[str, str], dict[str, Any]],
+    parent: str,
+    active: str,
+    metrics: Sequence[str],
+) -> pl.DataFrame:
     """Each archived configuration's score under the parent and the active version, long form."""
     names = [m.name for m in parse_metrics(metrics)]
     rows = []
@@ -571,20 +675,39 @@ def score_changes_table(index: pl.DataFrame, scores: Mapping[tuple[str, str], di
         old, new = scores[(entry["run_sha256"], parent)], scores[(entry["run_sha256"], active)]
         for name in names:
             a, b = old["mean"].get(name), new["mean"].get(name)
-            rows.append({"config_id": entry["config_id"], "run_sha256": entry["run_sha256"],
-                         "commit": entry["commit"], "metric": name, "parent_version": parent,
-                         "active_version": active, "parent_value": a, "active_value": b,
-                         "change": None if a is None or b is None else b - a,
-                         "parent_queries": int(old["counts"].get("queries_evaluated", 0)),
-                         "active_queries": int(new["counts"].get("queries_evaluated", 0))})
-    schema = {"config_id": pl.Utf8, "run_sha256": pl.Utf8, "commit": pl.Utf8, "metric": pl.Utf8,
-              "parent_version": pl.Utf8, "active_version": pl.Utf8, "parent_value": pl.Float64,
-              "active_value": pl.Float64, "change": pl.Float64, "parent_queries": pl.Int64,
-              "active_queries": pl.Int64}
+            rows.append(
+                {
+                    "config_id": entry["config_id"],
+                    "run_sha256": entry["run_sha256"],
+                    "commit": entry["commit"],
+                    "metric": name,
+                    "parent_version": parent,
+                    "active_version": active,
+                    "parent_value": a,
+                    "active_value": b,
+                    "change": None if a is None or b is None else b - a,
+                    "parent_queries": int(old["counts"].get("queries_evaluated", 0)),
+                    "active_queries": int(new["counts"].get("queries_evaluated", 0)),
+                }
+            )
+    schema = {
+        "config_id": pl.Utf8,
+        "run_sha256": pl.Utf8,
+        "commit": pl.Utf8,
+        "metric": pl.Utf8,
+        "parent_version": pl.Utf8,
+        "active_version": pl.Utf8,
+        "parent_value": pl.Float64,
+        "active_value": pl.Float64,
+        "change": pl.Float64,
+        "parent_queries": pl.Int64,
+        "active_queries": pl.Int64,
+    }
     return pl.DataFrame(rows, schema=schema, orient="row")
 
 
 # --------------------------------------------------------------------------- markdown
+
 
 def _num(value: Any, fmt: str = "{:.4f}") -> str:
     return "–" if value is None else fmt.format(value)
@@ -599,9 +722,19 @@ def _date(value: str | None) -> str:
     return value[:10] if value else "–"
 
 
-def history_markdown(table: pl.DataFrame, *, version: str, judgments: Mapping[str, Any], contract: Contract,
-                     metrics: Sequence[str], primary: str, dataset: str, scored: int, holdout: int,
-                     skipped: Mapping[str, int]) -> str:
+def history_markdown(
+    table: pl.DataFrame,
+    *,
+    version: str,
+    judgments: Mapping[str, Any],
+    contract: Contract,
+    metrics: Sequence[str],
+    primary: str,
+    dataset: str,
+    scored: int,
+    holdout: int,
+    skipped: Mapping[str, int],
+) -> str:
     names = [m.name for m in parse_metrics(metrics)]
     shown = [n for n in names if not n.startswith(("judged@", "ceiling@"))][:5]
     primary = parse_metrics([primary])[0].name
@@ -618,7 +751,8 @@ def history_markdown(table: pl.DataFrame, *, version: str, judgments: Mapping[st
         "Runs were only read, never re-encoded.",
         "",
         f"Contract — {_contract_text(contract)}; metrics ranked by `{primary}`; {scored} queries scored"
-        + (f", {holdout} holdout queries sealed (not scored)" if holdout else "") + ".",
+        + (f", {holdout} holdout queries sealed (not scored)" if holdout else "")
+        + ".",
         "",
         f"{table.height} archived (run, configuration) pairs.",
         "",
@@ -630,21 +764,32 @@ def history_markdown(table: pl.DataFrame, *, version: str, judgments: Mapping[st
     ]
     for row in table.iter_rows(named=True):
         params = f"`{row['params_digest'][:8]}`" if row["params_digest"] else "–"
-        cells = [str(row["rank"]), f"`{row['config_id']}`", *[_num(row[n]) for n in shown],
-                 str(row["queries_evaluated"]), f"`{row['run_sha256'][:12]}`", params,
-                 _commit(row["commit"], row["dirty"]), _date(row["archived_at"])]
+        cells = [
+            str(row["rank"]),
+            f"`{row['config_id']}`",
+            *[_num(row[n]) for n in shown],
+            str(row["queries_evaluated"]),
+            f"`{row['run_sha256'][:12]}`",
+            params,
+            _commit(row["commit"], row["dirty"]),
+            _date(row["archived_at"]),
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     notes = []
     for row in table.iter_rows(named=True):
         if row["error"]:
             notes.append(f"`{row['config_id']}` (run `{row['run_sha256'][:12]}`): not scored: {row['error']}")
         elif row["queries_missing_from_run"]:
-            notes.append(f"`{row['config_id']}` (run `{row['run_sha256'][:12]}`): {row['queries_missing_from_run']} "
-                         f"scored queries are missing from this run and count as "
-                         f"{'0' if contract.missing_in_run == 'zero' else 'excluded'} (made with another query set?)")
+            notes.append(
+                f"`{row['config_id']}` (run `{row['run_sha256'][:12]}`): {row['queries_missing_from_run']} "
+                f"scored queries are missing from this run and count as "
+                f"{'0' if contract.missing_in_run == 'zero' else 'excluded'} (made with another query set?)"
+            )
     for other, count in sorted(skipped.items()):
-        notes.append(f"{count} archived run(s) of dataset `{other}` left out: they cannot be scored against "
-                     f"`{dataset}`'s judgments")
+        notes.append(
+            f"{count} archived run(s) of dataset `{other}` left out: they cannot be scored against "
+            f"`{dataset}`'s judgments"
+        )
     if notes:
         lines += ["", "## Notes", ""] + [f"- {n}" for n in notes]
     return "\n".join(lines) + "\n"
@@ -654,12 +799,21 @@ def _contract_text(contract: Contract) -> str:
     return "; ".join(f"{k}: {v}" for k, v in contract.to_dict().items())
 
 
-def idcg_changes_markdown(*, active: str, parent: str | None, changes: pl.DataFrame | None,
-                          score_changes: pl.DataFrame | None, primary: str, contract: Contract,
-                          max_rows: int = 200) -> str:
+def idcg_changes_markdown(
+    *,
+    active: str,
+    parent: str | None,
+    changes: pl.DataFrame | None,
+    score_changes: pl.DataFrame | None,
+    primary: str,
+    contract: Contract,
+    max_rows: int = 200,
+) -> str:
     if parent is None:
-        return (f"# IDCG changes: judgments `{active}`\n\n"
-                f"The active judgment version `{active}` has no parent version: there is nothing to compare.\n")
+        return (
+            f"# IDCG changes: judgments `{active}`\n\n"
+            f"The active judgment version `{active}` has no parent version: there is nothing to compare.\n"
+        )
     primary = parse_metrics([primary])[0].name
     assert changes is not None and score_changes is not None
     lines = [
@@ -676,23 +830,37 @@ def idcg_changes_markdown(*, active: str, parent: str | None, changes: pl.DataFr
     if changes.height == 0:
         lines.append("None: no scored query's ideal DCG changed.")
     else:
-        lines += [f"{changes['query_id'].n_unique()} queries, {changes.height} (query, k) rows.", "",
-                  "| query | k | old IDCG | new IDCG | change | why |", "|---|---:|---:|---:|---:|---|"]
+        lines += [
+            f"{changes['query_id'].n_unique()} queries, {changes.height} (query, k) rows.",
+            "",
+            "| query | k | old IDCG | new IDCG | change | why |",
+            "|---|---:|---:|---:|---:|---|",
+        ]
         for row in changes.head(max_rows).iter_rows(named=True):
             reason = row["reason"] if len(row["reason"]) <= 240 else row["reason"][:237] + "…"
-            lines.append(f"| `{row['query_id']}` | {row['k']} | {row['old_idcg']:.4f} | {row['new_idcg']:.4f} | "
-                         f"{row['change']:+.4f} | {reason} |")
+            lines.append(
+                f"| `{row['query_id']}` | {row['k']} | {row['old_idcg']:.4f} | {row['new_idcg']:.4f} | "
+                f"{row['change']:+.4f} | {reason} |"
+            )
         if changes.height > max_rows:
             lines.append(f"| … | | | | | {changes.height - max_rows} more rows in idcg_changes.parquet |")
-    lines += ["", f"## How each archived configuration's `{primary}` moved", "",
-              "Sorted by configuration, not by score.", "",
-              f"| configuration | run | commit | {primary} under `{parent}` | {primary} under `{active}` | change "
-              "| queries |", "|---|---|---|---:|---:|---:|---:|"]
+    lines += [
+        "",
+        f"## How each archived configuration's `{primary}` moved",
+        "",
+        "Sorted by configuration, not by score.",
+        "",
+        f"| configuration | run | commit | {primary} under `{parent}` | {primary} under `{active}` | change "
+        "| queries |",
+        "|---|---|---|---:|---:|---:|---:|",
+    ]
     for row in score_changes.filter(pl.col("metric") == primary).iter_rows(named=True):
         change = "–" if row["change"] is None else f"{row['change']:+.4f}"
-        lines.append(f"| `{row['config_id']}` | `{row['run_sha256'][:12]}` | {_commit(row['commit'], None)} | "
-                     f"{_num(row['parent_value'])} | {_num(row['active_value'])} | {change} | "
-                     f"{row['parent_queries']} → {row['active_queries']} |")
+        lines.append(
+            f"| `{row['config_id']}` | `{row['run_sha256'][:12]}` | {_commit(row['commit'], None)} | "
+            f"{_num(row['parent_value'])} | {_num(row['active_value'])} | {change} | "
+            f"{row['parent_queries']} → {row['active_queries']} |"
+        )
     lines += ["", "Every metric's movement is in score_changes.parquet."]
     return "\n".join(lines) + "\n"
 
@@ -705,8 +873,12 @@ def list_markdown(index: pl.DataFrame) -> str:
     lines = [header]
     for row in index.sort("archived_at", "config_id").iter_rows(named=True):
         commit = (row["commit"] or "(none)")[:10] + ("+dirty" if row["dirty"] else "")
-        lines.append(f"{row['archived_at']:<20}  {row['run_sha256'][:12]:<12}  {commit:<16}  "
-                     f"{(row['source'] or '')[:14]:<14}  {row['config_id']}")
-    lines.append(f"{index.height} entries, {index['run_sha256'].n_unique()} distinct runs, "
-                 f"{index['config_id'].n_unique()} configurations")
+        lines.append(
+            f"{row['archived_at']:<20}  {row['run_sha256'][:12]:<12}  {commit:<16}  "
+            f"{(row['source'] or '')[:14]:<14}  {row['config_id']}"
+        )
+    lines.append(
+        f"{index.height} entries, {index['run_sha256'].n_unique()} distinct runs, "
+        f"{index['config_id'].n_unique()} configurations"
+    )
     return "\n".join(lines) + "\n"

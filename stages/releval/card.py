@@ -46,19 +46,38 @@ PROTOCOL_POLICY = (
     "`normalize` says, and inputs longer than its max_seq_length are truncated (the truncation rate "
     "is recorded per observation). An asymmetric model without both prompts is refused, never run "
     "without them. Models in one card may therefore use different prompts; each observation states "
-    "the protocol it was run under.")
+    "the protocol it was run under."
+)
 
 # Fields of a card that decide whether numbers are comparable (dotted paths into the card).
 # The contract's terms are compared separately with releval.compare.contract_differences.
 IDENTITY_FIELDS = (
-    "corpus.id", "corpus.content_sha256", "corpus.documents",
-    "queries.id", "queries.content_sha256", "queries.count", "queries.split",
-    "judgments.version", "judgments.sha256", "judgments.qrels_sha256", "judgments.relevance.threshold",
+    "corpus.id",
+    "corpus.content_sha256",
+    "corpus.documents",
+    "queries.id",
+    "queries.content_sha256",
+    "queries.count",
+    "queries.split",
+    "judgments.version",
+    "judgments.sha256",
+    "judgments.qrels_sha256",
+    "judgments.relevance.threshold",
 )
 
-OPS_FIELDS = ("chunks_per_s", "tokens_per_s", "latency_ms_p50", "latency_ms_p95", "memory_bytes",
-              "index_bytes", "index_build_s", "dimension", "max_seq_length", "truncation_rate",
-              "truncated_token_share")
+OPS_FIELDS = (
+    "chunks_per_s",
+    "tokens_per_s",
+    "latency_ms_p50",
+    "latency_ms_p95",
+    "memory_bytes",
+    "index_bytes",
+    "index_build_s",
+    "dimension",
+    "max_seq_length",
+    "truncation_rate",
+    "truncated_token_share",
+)
 MEMORY_KEYS = ("memory_bytes", "peak_memory_bytes", "peak_rss_bytes", "max_rss_bytes")
 
 
@@ -67,11 +86,15 @@ class CardMismatch(InputError):
 
     def __init__(self, differences: list[str]):
         self.differences = list(differences)
-        InputError.__init__(self, "observations from different evaluation cards cannot be ranked together: "
-                            + "; ".join(self.differences), field="card_id")
+        InputError.__init__(
+            self,
+            "observations from different evaluation cards cannot be ranked together: " + "; ".join(self.differences),
+            field="card_id",
+        )
 
 
 # --------------------------------------------------------------------------- content hashes
+
 
 def table_sha256(frame: pl.DataFrame, columns: Sequence[str], sort_by: str) -> str:
     """sha256 of a table's rows (chosen columns, sorted by ``sort_by``) as canonical JSON lines.
@@ -109,43 +132,57 @@ def queries_content_sha256(queries: pl.DataFrame) -> str:
 
 
 def qrels_content_sha256(qrels: pl.DataFrame) -> str:
-    frame = qrels.select(pl.col("query_id").cast(pl.Utf8), pl.col("doc_id").cast(pl.Utf8),
-                         pl.col("grade").cast(pl.Int64))
+    frame = qrels.select(
+        pl.col("query_id").cast(pl.Utf8), pl.col("doc_id").cast(pl.Utf8), pl.col("grade").cast(pl.Int64)
+    )
     return table_sha256(frame.sort(["query_id", "doc_id"]), ["query_id", "doc_id", "grade"], "query_id")
 
 
 # --------------------------------------------------------------------------- the card
 
-def relevance_definition(threshold: int, scale: Mapping[Any, str] | None,
-                         rubric: Mapping[str, Any] | None = None) -> dict[str, Any]:
+
+def relevance_definition(
+    threshold: int, scale: Mapping[Any, str] | None, rubric: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """The relevance definition: threshold, the scale's words for it, and the rubric if any."""
     scale = {int(k): str(v) for k, v in (scale or {}).items()}
     relevant = [f"{g} ({scale[g]})" for g in sorted(scale) if g >= threshold]
     not_relevant = [f"{g} ({scale[g]})" for g in sorted(scale) if g < threshold]
     if scale:
-        text = (f"A document is relevant to a query when its grade is >= {threshold}: "
-                f"{', '.join(relevant) or 'no grade on the scale'} count as relevant for binary metrics "
-                f"(recall, precision, MAP, MRR, hit); {', '.join(not_relevant) or 'none'} do not. "
-                "Graded metrics (nDCG) use every grade; unjudged documents count as grade 0.")
+        text = (
+            f"A document is relevant to a query when its grade is >= {threshold}: "
+            f"{', '.join(relevant) or 'no grade on the scale'} count as relevant for binary metrics "
+            f"(recall, precision, MAP, MRR, hit); {', '.join(not_relevant) or 'none'} do not. "
+            "Graded metrics (nDCG) use every grade; unjudged documents count as grade 0."
+        )
     else:
-        text = (f"A document is relevant to a query when its grade is >= {threshold}; the judgments "
-                "declare no scale. Unjudged documents count as grade 0.")
+        text = (
+            f"A document is relevant to a query when its grade is >= {threshold}; the judgments "
+            "declare no scale. Unjudged documents count as grade 0."
+        )
     if rubric and rubric.get("summary"):
         text += f" Rubric ({rubric.get('path')}): {rubric['summary']}"
-    return {"threshold": int(threshold), "definition": text,
-            "scale": {str(g): scale[g] for g in sorted(scale)},
-            "rubric": dict(rubric) if rubric else None}
+    return {
+        "threshold": int(threshold),
+        "definition": text,
+        "scale": {str(g): scale[g] for g in sorted(scale)},
+        "rubric": dict(rubric) if rubric else None,
+    }
 
 
 def label_source(judgments_meta: Mapping[str, Any], judgments_params: Mapping[str, Any]) -> str:
     annotators = judgments_meta.get("annotators")
     if annotators:
         how = judgments_meta.get("aggregation") or "one grade per (query, document)"
-        return (f"releval judgment set {judgments_meta.get('version')} by annotators {', '.join(annotators)}; "
-                f"several grades of one pair are combined as the {how}")
+        return (
+            f"releval judgment set {judgments_meta.get('version')} by annotators {', '.join(annotators)}; "
+            f"several grades of one pair are combined as the {how}"
+        )
     fmt = judgments_params.get("format", "unknown")
-    return (f"imported from a {fmt} qrels file ({judgments_meta.get('source') or judgments_params.get('path')}); "
-            "grades as the collection's assessors gave them")
+    return (
+        f"imported from a {fmt} qrels file ({judgments_meta.get('source') or judgments_params.get('path')}); "
+        "grades as the collection's assessors gave them"
+    )
 
 
 def metric_cutoffs(metrics: Iterable[str]) -> list[int]:
@@ -162,17 +199,28 @@ def contract_summary(contract: Mapping[str, Any]) -> dict[str, Any]:
         "gain": contract.get("gain"),
         "discount": contract.get("discount"),
         "aggregation": contract.get("aggregation"),
-        "policies": {key: contract.get(key) for key in
-                     ("ties", "no_relevant", "missing_in_run", "unjudged", "collapse", "idcg")},
+        "policies": {
+            key: contract.get(key) for key in ("ties", "no_relevant", "missing_in_run", "unjudged", "collapse", "idcg")
+        },
         "terms": dict(contract),
     }
 
 
-def build_card(*, contract: Mapping[str, Any], dataset: Mapping[str, Any], judgments_params: Mapping[str, Any],
-               judgments_meta: Mapping[str, Any], corpus: Mapping[str, Any], queries: Mapping[str, Any],
-               qrels_sha256: str, models: Mapping[str, Mapping[str, Any]], slices: Mapping[str, int],
-               holdout: Mapping[str, Any], code: Mapping[str, Any],
-               rubric: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def build_card(
+    *,
+    contract: Mapping[str, Any],
+    dataset: Mapping[str, Any],
+    judgments_params: Mapping[str, Any],
+    judgments_meta: Mapping[str, Any],
+    corpus: Mapping[str, Any],
+    queries: Mapping[str, Any],
+    qrels_sha256: str,
+    models: Mapping[str, Mapping[str, Any]],
+    slices: Mapping[str, int],
+    holdout: Mapping[str, Any],
+    code: Mapping[str, Any],
+    rubric: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """The evaluation card.
 
     ``corpus``: id, source, format, content_sha256, file_sha256, source_sha256, documents, subset.
@@ -187,16 +235,21 @@ def build_card(*, contract: Mapping[str, Any], dataset: Mapping[str, Any], judgm
         "dataset": str(dataset.get("name", "unknown")),
         "corpus": {
             "id": str(corpus.get("id") or dataset.get("name", "unknown")),
-            "source": corpus.get("source"), "format": corpus.get("format"),
-            "content_sha256": corpus["content_sha256"], "file_sha256": corpus.get("file_sha256"),
-            "source_sha256": corpus.get("source_sha256"), "documents": int(corpus["documents"]),
+            "source": corpus.get("source"),
+            "format": corpus.get("format"),
+            "content_sha256": corpus["content_sha256"],
+            "file_sha256": corpus.get("file_sha256"),
+            "source_sha256": corpus.get("source_sha256"),
+            "documents": int(corpus["documents"]),
             "subset": corpus.get("subset"),
         },
         "queries": {
             "id": str(queries.get("id") or dataset.get("name", "unknown")),
             "version": str(queries.get("version") or f"sha256:{queries['content_sha256'][:12]}"),
-            "source": queries.get("source"), "format": queries.get("format"),
-            "content_sha256": queries["content_sha256"], "file_sha256": queries.get("file_sha256"),
+            "source": queries.get("source"),
+            "format": queries.get("format"),
+            "content_sha256": queries["content_sha256"],
+            "file_sha256": queries.get("file_sha256"),
             "source_sha256": queries.get("source_sha256"),
             "count": int(contract.get("queries", queries.get("total", 0))),
             "total": int(queries.get("total", 0)),
@@ -212,8 +265,9 @@ def build_card(*, contract: Mapping[str, Any], dataset: Mapping[str, Any], judgm
             "parent": judgments_meta.get("parent"),
             "date": judgments_meta.get("date"),
             "label_source": label_source(judgments_meta, judgments_params),
-            "relevance": relevance_definition(threshold, judgments_meta.get("scale") or judgments_params.get("scale"),
-                                              rubric),
+            "relevance": relevance_definition(
+                threshold, judgments_meta.get("scale") or judgments_params.get("scale"), rubric
+            ),
             "counts": dict(judgments_meta.get("counts") or {}),
         },
         "contract": contract_summary(contract),
@@ -230,8 +284,11 @@ def build_card(*, contract: Mapping[str, Any], dataset: Mapping[str, Any], judgm
             "last_opening": holdout.get("last_opening"),
             "log": holdout.get("log"),
         },
-        "code": {"commit": code.get("commit"), "dirty": bool(code.get("dirty")),
-                 "dirty_paths": list(code.get("dirty_paths") or [])},
+        "code": {
+            "commit": code.get("commit"),
+            "dirty": bool(code.get("dirty")),
+            "dirty_paths": list(code.get("dirty_paths") or []),
+        },
     }
     card["card_id"] = card_id(card)
     return card
@@ -249,8 +306,7 @@ def identity(card: Mapping[str, Any]) -> dict[str, Any]:
     """The card fields that decide comparability, plus the contract terms that change a number."""
     found = {path: _get(card, path) for path in IDENTITY_FIELDS}
     terms = card.get("contract", {}).get("terms", {})
-    found.update({f"contract.{k}": v for k, v in sorted(terms.items())
-                  if k not in compare.IGNORED_CONTRACT_FIELDS})
+    found.update({f"contract.{k}": v for k, v in sorted(terms.items()) if k not in compare.IGNORED_CONTRACT_FIELDS})
     return found
 
 
@@ -288,10 +344,16 @@ def _get(node: Any, dotted: str) -> Any:
 
 # --------------------------------------------------------------------------- observations
 
-def build_observation(card: Mapping[str, Any], config_id: str, scores: Mapping[str, Any],
-                      lineage: Mapping[str, Any], run_meta: Mapping[str, Any] | None = None,
-                      slices: Mapping[str, Any] | None = None,
-                      warnings: Sequence[str] = ()) -> dict[str, Any]:
+
+def build_observation(
+    card: Mapping[str, Any],
+    config_id: str,
+    scores: Mapping[str, Any],
+    lineage: Mapping[str, Any],
+    run_meta: Mapping[str, Any] | None = None,
+    slices: Mapping[str, Any] | None = None,
+    warnings: Sequence[str] = (),
+) -> dict[str, Any]:
     """One configuration's observation under ``card``.
 
     ``scores`` is the configuration's block of reports/metrics.json (metric means, ``ops``,
@@ -302,15 +364,18 @@ def build_observation(card: Mapping[str, Any], config_id: str, scores: Mapping[s
     ops = dict(scores.get("ops") or {})
     metrics = list(card["contract"]["metrics"])
     overall = {m: float(scores[m]) for m in metrics if m in scores}
-    models = {name: dict(info) for name, info in sorted((lineage.get("models") or run_meta.get("models") or {}).items())}
+    models = {
+        name: dict(info) for name, info in sorted((lineage.get("models") or run_meta.get("models") or {}).items())
+    }
     first_stage = run_meta.get("model")
     applied = {}
     for name, info in models.items():
         protocol = dict(info.get("protocol") or {})
         applied[name] = {
-            "query_prompt": protocol.get("query_prompt"), "document_prompt": protocol.get("document_prompt"),
-            "normalize": protocol.get("normalize"), "max_seq_length": protocol.get("max_seq_length",
-                                                                                    protocol.get("max_length")),
+            "query_prompt": protocol.get("query_prompt"),
+            "document_prompt": protocol.get("document_prompt"),
+            "normalize": protocol.get("normalize"),
+            "max_seq_length": protocol.get("max_seq_length", protocol.get("max_length")),
             "role": _role(name, first_stage, run_meta),
             "truncation_rate": ops.get("truncation_rate") if name == first_stage else None,
             "truncated_token_share": ops.get("truncated_token_share") if name == first_stage else None,
@@ -318,11 +383,17 @@ def build_observation(card: Mapping[str, Any], config_id: str, scores: Mapping[s
     first_protocol = (models.get(first_stage) or {}).get("protocol") or {}
     memory = next((ops[k] for k in MEMORY_KEYS if ops.get(k) is not None), None)
     observed_ops = {
-        "chunks_per_s": ops.get("chunks_per_s"), "tokens_per_s": ops.get("tokens_per_s"),
-        "latency_ms_p50": ops.get("latency_ms_p50"), "latency_ms_p95": ops.get("latency_ms_p95"),
-        "memory_bytes": memory, "index_bytes": ops.get("index_bytes"), "index_build_s": ops.get("index_build_s"),
-        "dimension": ops.get("dimension"), "max_seq_length": first_protocol.get("max_seq_length"),
-        "truncation_rate": ops.get("truncation_rate"), "truncated_token_share": ops.get("truncated_token_share"),
+        "chunks_per_s": ops.get("chunks_per_s"),
+        "tokens_per_s": ops.get("tokens_per_s"),
+        "latency_ms_p50": ops.get("latency_ms_p50"),
+        "latency_ms_p95": ops.get("latency_ms_p95"),
+        "memory_bytes": memory,
+        "index_bytes": ops.get("index_bytes"),
+        "index_build_s": ops.get("index_build_s"),
+        "dimension": ops.get("dimension"),
+        "max_seq_length": first_protocol.get("max_seq_length"),
+        "truncation_rate": ops.get("truncation_rate"),
+        "truncated_token_share": ops.get("truncated_token_share"),
     }
     slice_scores = scores.get("slices") if scores.get("slices") is not None else (slices or {})
     counts = scores.get("counts") or {}
@@ -333,14 +404,24 @@ def build_observation(card: Mapping[str, Any], config_id: str, scores: Mapping[s
         "kind": run_meta.get("kind"),
         "chunking": run_meta.get("chunking"),
         "inputs": list(lineage.get("inputs") or run_meta.get("inputs") or []),
-        "models": {name: {"revision": info.get("revision"), "weights_sha256": info.get("weights_sha256"),
-                          "protocol": dict(info.get("protocol") or {})} for name, info in models.items()},
+        "models": {
+            name: {
+                "revision": info.get("revision"),
+                "weights_sha256": info.get("weights_sha256"),
+                "protocol": dict(info.get("protocol") or {}),
+            }
+            for name, info in models.items()
+        },
         "protocol_applied": applied,
         "scores": {
             "overall": overall,
-            "slices": {str(name): {"queries": int(s.get("queries", 0)),
-                                   "mean": {m: float(v) for m, v in (s.get("mean") or {}).items() if v is not None}}
-                       for name, s in sorted(slice_scores.items())},
+            "slices": {
+                str(name): {
+                    "queries": int(s.get("queries", 0)),
+                    "mean": {m: float(v) for m, v in (s.get("mean") or {}).items() if v is not None},
+                }
+                for name, s in sorted(slice_scores.items())
+            },
             "queries_evaluated": int(counts.get("queries_evaluated", 0)),
         },
         "ops": observed_ops,
@@ -356,18 +437,22 @@ def _role(name: str, first_stage: str | None, run_meta: Mapping[str, Any]) -> st
     return "first-stage" if name == first_stage else "input"
 
 
-def slice_means(per_query: pl.DataFrame, slices: Mapping[str, Sequence[str]],
-                metrics: Sequence[str]) -> dict[str, dict[str, Any]]:
+def slice_means(
+    per_query: pl.DataFrame, slices: Mapping[str, Sequence[str]], metrics: Sequence[str]
+) -> dict[str, dict[str, Any]]:
     """Per-slice means of one configuration's per-query scores (``query_id`` + metric columns)."""
     out = {}
     for name, ids in sorted(slices.items()):
         rows = per_query.filter(pl.col("query_id").cast(pl.Utf8).is_in(pl.Series(list(ids), dtype=pl.Utf8).implode()))
-        out[name] = {"queries": rows.height,
-                     "mean": {m: float(rows[m].mean()) for m in metrics if m in rows.columns and rows.height}}
+        out[name] = {
+            "queries": rows.height,
+            "mean": {m: float(rows[m].mean()) for m in metrics if m in rows.columns and rows.height},
+        }
     return out
 
 
 # --------------------------------------------------------------------------- ranking
+
 
 @dataclass(frozen=True)
 class Ranked:
@@ -376,8 +461,9 @@ class Ranked:
     observation: dict[str, Any]
 
 
-def rank_observations(observations: Sequence[Mapping[str, Any]], cards: Sequence[Mapping[str, Any]],
-                      metric: str) -> list[Ranked]:
+def rank_observations(
+    observations: Sequence[Mapping[str, Any]], cards: Sequence[Mapping[str, Any]], metric: str
+) -> list[Ranked]:
     """Observations best first by ``metric``; refused unless they all sit under one card.
 
     Cards are matched by ``card_id``; the refusal names every differing comparability field
@@ -390,14 +476,18 @@ def rank_observations(observations: Sequence[Mapping[str, Any]], cards: Sequence
     for card in cards:
         recomputed = card_id(card)
         if card.get("card_id") != recomputed:
-            raise InputError(f"card_id {card.get('card_id')!r} does not match its content ({recomputed}); "
-                             "the card was edited by hand", field="card_id")
+            raise InputError(
+                f"card_id {card.get('card_id')!r} does not match its content ({recomputed}); "
+                "the card was edited by hand",
+                field="card_id",
+            )
         by_id[recomputed] = card
     used = list(dict.fromkeys(str(o.get("card_id")) for o in observations))
     unknown = [u for u in used if u not in by_id]
     if unknown:
-        raise InputError(f"observation(s) under unknown card(s) {', '.join(unknown)}; pass their cards",
-                         field="card_id")
+        raise InputError(
+            f"observation(s) under unknown card(s) {', '.join(unknown)}; pass their cards", field="card_id"
+        )
     if len(used) > 1:
         base = by_id[used[0]]
         differences = []
@@ -415,6 +505,7 @@ def rank_observations(observations: Sequence[Mapping[str, Any]], cards: Sequence
 
 
 # --------------------------------------------------------------------------- validation
+
 
 class _Opt:
     def __init__(self, spec):
@@ -449,22 +540,66 @@ CARD_SPEC = {
     "schema": _Enum(CARD_SCHEMA),
     "card_id": _STR,
     "dataset": _STR,
-    "corpus": {"id": _STR, "source": _Opt(_STR), "format": _Opt(_STR), "content_sha256": _STR,
-               "file_sha256": _Opt(_STR), "source_sha256": _Opt(_STR), "documents": int, "subset": _Opt(_ANY)},
-    "queries": {"id": _STR, "version": _STR, "source": _Opt(_STR), "format": _Opt(_STR), "content_sha256": _STR,
-                "file_sha256": _Opt(_STR), "source_sha256": _Opt(_STR), "count": int, "total": int,
-                "split": _Enum("dev", "holdout", "all"), "splits": _Map(int)},
-    "judgments": {"version": _STR, "sha256": _STR, "qrels_sha256": _STR, "source": _Opt(_STR),
-                  "format": _Opt(_STR), "parent": _Opt(_STR), "date": _Opt(_STR), "label_source": _STR,
-                  "relevance": {"threshold": int, "definition": _STR, "scale": _Map(_STR),
-                                "rubric": _Opt({"path": _Opt(_STR), "sha256": _Opt(_STR), "summary": _Opt(_STR)})},
-                  "counts": _Map(_ANY)},
-    "contract": {"metrics": _List(_STR), "primary": _STR, "k": _List(int), "gain": _STR, "discount": _Opt(_STR),
-                 "aggregation": _Opt(_STR), "policies": _Map(_Opt(_STR)), "terms": _Map(_ANY)},
+    "corpus": {
+        "id": _STR,
+        "source": _Opt(_STR),
+        "format": _Opt(_STR),
+        "content_sha256": _STR,
+        "file_sha256": _Opt(_STR),
+        "source_sha256": _Opt(_STR),
+        "documents": int,
+        "subset": _Opt(_ANY),
+    },
+    "queries": {
+        "id": _STR,
+        "version": _STR,
+        "source": _Opt(_STR),
+        "format": _Opt(_STR),
+        "content_sha256": _STR,
+        "file_sha256": _Opt(_STR),
+        "source_sha256": _Opt(_STR),
+        "count": int,
+        "total": int,
+        "split": _Enum("dev", "holdout", "all"),
+        "splits": _Map(int),
+    },
+    "judgments": {
+        "version": _STR,
+        "sha256": _STR,
+        "qrels_sha256": _STR,
+        "source": _Opt(_STR),
+        "format": _Opt(_STR),
+        "parent": _Opt(_STR),
+        "date": _Opt(_STR),
+        "label_source": _STR,
+        "relevance": {
+            "threshold": int,
+            "definition": _STR,
+            "scale": _Map(_STR),
+            "rubric": _Opt({"path": _Opt(_STR), "sha256": _Opt(_STR), "summary": _Opt(_STR)}),
+        },
+        "counts": _Map(_ANY),
+    },
+    "contract": {
+        "metrics": _List(_STR),
+        "primary": _STR,
+        "k": _List(int),
+        "gain": _STR,
+        "discount": _Opt(_STR),
+        "aggregation": _Opt(_STR),
+        "policies": _Map(_Opt(_STR)),
+        "terms": _Map(_ANY),
+    },
     "representation_protocol": {"policy": _STR, "declared": _Map(_PROTOCOL)},
     "slices": _Map(int),
-    "holdout": {"scored": bool, "holdout_queries": int, "sealed_queries": int, "openings": int,
-                "last_opening": _Opt(_HOLDOUT_ENTRY), "log": _Opt(_STR)},
+    "holdout": {
+        "scored": bool,
+        "holdout_queries": int,
+        "sealed_queries": int,
+        "openings": int,
+        "last_opening": _Opt(_HOLDOUT_ENTRY),
+        "log": _Opt(_STR),
+    },
     "code": {"commit": _Opt(_STR), "dirty": bool, "dirty_paths": _List(_STR)},
 }
 
@@ -476,11 +611,18 @@ OBSERVATION_SPEC = {
     "chunking": _Opt(_STR),
     "inputs": _List(_STR),
     "models": _Map({"revision": _Opt(_STR), "weights_sha256": _Opt(_STR), "protocol": _PROTOCOL}),
-    "protocol_applied": _Map({"query_prompt": _Opt(_STR), "document_prompt": _Opt(_STR), "normalize": _Opt(bool),
-                              "max_seq_length": _Opt(int), "role": _Enum("first-stage", "reranker", "input"),
-                              "truncation_rate": _Opt(_NUM), "truncated_token_share": _Opt(_NUM)}),
-    "scores": {"overall": _Map(_NUM), "slices": _Map({"queries": int, "mean": _Map(_NUM)}),
-               "queries_evaluated": int},
+    "protocol_applied": _Map(
+        {
+            "query_prompt": _Opt(_STR),
+            "document_prompt": _Opt(_STR),
+            "normalize": _Opt(bool),
+            "max_seq_length": _Opt(int),
+            "role": _Enum("first-stage", "reranker", "input"),
+            "truncation_rate": _Opt(_NUM),
+            "truncated_token_share": _Opt(_NUM),
+        }
+    ),
+    "scores": {"overall": _Map(_NUM), "slices": _Map({"queries": int, "mean": _Map(_NUM)}), "queries_evaluated": int},
     "ops": {name: _Opt(_NUM) for name in OPS_FIELDS},
     "run": {"dir": _Opt(_STR), "sha256": _Opt(_STR)},
     "warnings": _List(_STR),
@@ -498,8 +640,11 @@ def _check(value: Any, spec: Any, path: str, errors: list[InputError], source: s
         return
     if isinstance(spec, _Enum):
         if value not in spec.values:
-            errors.append(InputError(f"must be one of {', '.join(map(repr, spec.values))}, got {value!r}",
-                                     file=source, field=path))
+            errors.append(
+                InputError(
+                    f"must be one of {', '.join(map(repr, spec.values))}, got {value!r}", file=source, field=path
+                )
+            )
         return
     if isinstance(spec, dict):
         if not isinstance(value, Mapping):
@@ -559,16 +704,20 @@ def validate_card(card: Any, source: str = "reports/card.json") -> None:
     """Raise :class:`InputErrors` naming every problem; also checks that card_id matches the content."""
     _validate(card, CARD_SPEC, source)
     if card["card_id"] != card_id(card):
-        raise InputError(f"card_id {card['card_id']!r} does not match the card's content ({card_id(card)})",
-                         file=source, field="card_id")
+        raise InputError(
+            f"card_id {card['card_id']!r} does not match the card's content ({card_id(card)})",
+            file=source,
+            field="card_id",
+        )
 
 
 def validate_observation(observation: Any, source: str = "reports/observations.json") -> None:
     _validate(observation, OBSERVATION_SPEC, source)
 
 
-def validate_observations(document: Any, card: Mapping[str, Any] | None = None,
-                          source: str = "reports/observations.json") -> None:
+def validate_observations(
+    document: Any, card: Mapping[str, Any] | None = None, source: str = "reports/observations.json"
+) -> None:
     """reports/observations.json: ``{"card_id": ..., "observations": [...]}``, each under ``card``."""
     if not isinstance(document, Mapping) or set(document) != {"card_id", "observations"}:
         raise InputError("expected an object with exactly card_id and observations", file=source)
@@ -579,16 +728,27 @@ def validate_observations(document: Any, card: Mapping[str, Any] | None = None,
         except InputErrors as exc:
             errors += exc.errors
         if isinstance(obs, Mapping) and obs.get("card_id") != document["card_id"]:
-            errors.append(InputError(f"card_id {obs.get('card_id')!r} differs from the file's "
-                                     f"{document['card_id']!r}", file=source, field=f"observations[{i}].card_id"))
+            errors.append(
+                InputError(
+                    f"card_id {obs.get('card_id')!r} differs from the file's {document['card_id']!r}",
+                    file=source,
+                    field=f"observations[{i}].card_id",
+                )
+            )
     if card is not None and document["card_id"] != card.get("card_id"):
-        errors.append(InputError(f"card_id {document['card_id']!r} is not the card's {card.get('card_id')!r}",
-                                 file=source, field="card_id"))
+        errors.append(
+            InputError(
+                f"card_id {document['card_id']!r} is not the card's {card.get('card_id')!r}",
+                file=source,
+                field="card_id",
+            )
+        )
     if errors:
         raise InputErrors(errors)
 
 
 # --------------------------------------------------------------------------- text
+
 
 def card_markdown(card: Mapping[str, Any]) -> str:
     """The card as a short Markdown section (for reports/report.md)."""
@@ -596,9 +756,12 @@ def card_markdown(card: Mapping[str, Any]) -> str:
     h, code = card["holdout"], card["code"]
     policies = "; ".join(f"{key} {value}" for key, value in k["policies"].items() if value is not None)
     last = h.get("last_opening")
-    opened = (f"opened {h['openings']} time(s); last {last['when']} by {last['who']} "
-              f"({', '.join(last['configs']) or 'no configuration'}; `{last['command']}`)" if last
-              else "never opened")
+    opened = (
+        f"opened {h['openings']} time(s); last {last['when']} by {last['who']} "
+        f"({', '.join(last['configs']) or 'no configuration'}; `{last['command']}`)"
+        if last
+        else "never opened"
+    )
     lines = [
         f"- **card** `{card['card_id']}` (numbers are comparable only under the same card)",
         f"- **corpus** {c['id']}: {c['documents']} documents, content sha256 `{c['content_sha256'][:16]}…`"
@@ -615,8 +778,11 @@ def card_markdown(card: Mapping[str, Any]) -> str:
         "- **slices** " + (", ".join(f"{name} ({n})" for name, n in card["slices"].items()) or "none declared"),
         f"- **holdout** {h['holdout_queries']} holdout queries, {'scored' if h['scored'] else 'sealed (not scored)'}; "
         f"{opened}",
-        f"- **code** commit `{code['commit'] or 'none'}`" + (
+        f"- **code** commit `{code['commit'] or 'none'}`"
+        + (
             f", dirty ({', '.join(code['dirty_paths'][:6])}{', …' if len(code['dirty_paths']) > 6 else ''})"
-            if code["dirty"] else ", clean"),
+            if code["dirty"]
+            else ", clean"
+        ),
     ]
     return "\n".join(lines)

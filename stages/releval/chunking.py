@@ -23,10 +23,16 @@ from tokenizers import Encoding, Tokenizer
 
 from releval.errors import InputError
 
-CHUNKS_SCHEMA = pl.Schema({
-    "chunk_id": pl.Utf8, "doc_id": pl.Utf8, "start": pl.Int64, "end": pl.Int64,
-    "n_tokens": pl.Int64, "text": pl.Utf8,
-})
+CHUNKS_SCHEMA = pl.Schema(
+    {
+        "chunk_id": pl.Utf8,
+        "doc_id": pl.Utf8,
+        "start": pl.Int64,
+        "end": pl.Int64,
+        "n_tokens": pl.Int64,
+        "text": pl.Utf8,
+    }
+)
 # Characters per encode_batch call: large batches keep the tokenizer's threads busy; a character
 # budget rather than a document count bounds memory when documents are long.
 ENCODE_BATCH_CHARS = 4_000_000
@@ -105,9 +111,12 @@ def chunk_stats(chunks: pl.DataFrame, docs: pl.DataFrame) -> dict:
     if chunks.height:
         n_tokens = chunks["n_tokens"]
         stats["tokens"] = {
-            "min": int(n_tokens.min()), "mean": round(float(n_tokens.mean()), 3),
-            "p50": _quantile(n_tokens, 0.50), "p95": _quantile(n_tokens, 0.95),
-            "max": int(n_tokens.max()), "total": int(n_tokens.sum()),
+            "min": int(n_tokens.min()),
+            "mean": round(float(n_tokens.mean()), 3),
+            "p50": _quantile(n_tokens, 0.50),
+            "p95": _quantile(n_tokens, 0.95),
+            "max": int(n_tokens.max()),
+            "total": int(n_tokens.sum()),
         }
         stats["token_quantiles"] = {f"p{round(q * 100)}": _quantile(n_tokens, q) for q in STATS_QUANTILES}
     return stats
@@ -125,10 +134,10 @@ def spans_to_chunks(judged: pl.DataFrame, chunks: pl.DataFrame) -> pl.DataFrame:
     """
     absent = [name for name in ("start", "end") if name not in judged.columns]
     judged = _with_spans(judged)
-    keys = chunks.select("doc_id", "chunk_id", pl.col("start").alias("_chunk_start"),
-                         pl.col("end").alias("_chunk_end"))
-    overlaps = (pl.col("start").is_null()
-                | ((pl.col("_chunk_start") < pl.col("end")) & (pl.col("start") < pl.col("_chunk_end"))))
+    keys = chunks.select("doc_id", "chunk_id", pl.col("start").alias("_chunk_start"), pl.col("end").alias("_chunk_end"))
+    overlaps = pl.col("start").is_null() | (
+        (pl.col("_chunk_start") < pl.col("end")) & (pl.col("start") < pl.col("_chunk_end"))
+    )
     return (
         judged.with_row_index("_row")
         .join(keys, on="doc_id", how="inner")
@@ -148,13 +157,21 @@ def _with_spans(judged: pl.DataFrame) -> pl.DataFrame:
     half_open = rows.filter(pl.col("start").is_null() != pl.col("end").is_null())
     if half_open.height:
         row = half_open.row(0, named=True)
-        raise InputError(f"span of doc {row['doc_id']!r} has only one of start/end",
-                         file="<judged spans>", line=row["_row"], field="start" if row["start"] is None else "end")
+        raise InputError(
+            f"span of doc {row['doc_id']!r} has only one of start/end",
+            file="<judged spans>",
+            line=row["_row"],
+            field="start" if row["start"] is None else "end",
+        )
     empty = rows.filter(pl.col("end") <= pl.col("start"))
     if empty.height:
         row = empty.row(0, named=True)
-        raise InputError(f"span of doc {row['doc_id']!r} is empty or reversed: [{row['start']}, {row['end']})",
-                         file="<judged spans>", line=row["_row"], field="end")
+        raise InputError(
+            f"span of doc {row['doc_id']!r} is empty or reversed: [{row['start']}, {row['end']})",
+            file="<judged spans>",
+            line=row["_row"],
+            field="end",
+        )
     return judged
 
 
@@ -173,9 +190,12 @@ def _require_unique_ids(chunks: pl.DataFrame, size: int) -> None:
     character all get the same character span, hence the same id."""
     repeated = chunks.filter(pl.col("chunk_id").is_duplicated())
     if repeated.height:
-        raise InputError(f"windows of {size} tokens give several chunks the same character span "
-                         f"(first: {repeated['chunk_id'][0]!r}); the tokenizer splits characters into "
-                         "several tokens, so use a larger size", field="size")
+        raise InputError(
+            f"windows of {size} tokens give several chunks the same character span "
+            f"(first: {repeated['chunk_id'][0]!r}); the tokenizer splits characters into "
+            "several tokens, so use a larger size",
+            field="size",
+        )
 
 
 def _without_truncation(tokenizer: Tokenizer) -> Tokenizer:
@@ -195,7 +215,7 @@ def _batches(docs: pl.DataFrame, max_chars: int) -> Iterator[tuple[list[str], li
     for index, text in enumerate(texts):
         chars += len(text)
         if chars >= max_chars:
-            yield doc_ids[first:index + 1], texts[first:index + 1]
+            yield doc_ids[first : index + 1], texts[first : index + 1]
             first, chars = index + 1, 0
     if first < len(texts):
         yield doc_ids[first:], texts[first:]

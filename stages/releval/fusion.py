@@ -37,16 +37,16 @@ class FusionConfig:
             raise InputError("must be a positive integer", field="depth")
 
 
-def reciprocal_rank_fusion(runs: dict[str, pl.DataFrame], k: float = 60.0,
-                           weights: dict[str, float] | None = None, depth: int = 1000) -> pl.DataFrame:
+def reciprocal_rank_fusion(
+    runs: dict[str, pl.DataFrame], k: float = 60.0, weights: dict[str, float] | None = None, depth: int = 1000
+) -> pl.DataFrame:
     """Σ_runs weight / (k + rank) over each run's top ``depth``; equal weights give plain RRF."""
     if k <= 0:
         raise InputError("must be positive", field="k")
     parts = []
     for name, run in runs.items():
         weight = _weight(weights, name)
-        parts.append(run.filter(pl.col("rank") <= depth)
-                     .select(*KEY, (weight / (k + pl.col("rank"))).alias("score")))
+        parts.append(run.filter(pl.col("rank") <= depth).select(*KEY, (weight / (k + pl.col("rank"))).alias("score")))
     fused = pl.concat(parts).group_by(KEY).agg(pl.col("score").sum())
     return rank_by_score(fused)
 
@@ -65,21 +65,31 @@ def normalize_per_query(run: pl.DataFrame, method: str) -> pl.DataFrame:
     return run.with_columns(norm.alias("score"))
 
 
-def score_fusion(runs: dict[str, pl.DataFrame], weights: dict[str, float] | None = None,
-                 normalization: str = "minmax", depth: int = 1000) -> pl.DataFrame:
+def score_fusion(
+    runs: dict[str, pl.DataFrame],
+    weights: dict[str, float] | None = None,
+    normalization: str = "minmax",
+    depth: int = 1000,
+) -> pl.DataFrame:
     """Σ_runs weight × normalised score. A candidate absent from one run takes that run's lowest
     normalised score for the query (not 0: a z-score of 0 is the query's mean, not its floor)."""
-    normalized = {name: normalize_per_query(run.filter(pl.col("rank") <= depth), normalization)
-                  for name, run in runs.items()}
+    normalized = {
+        name: normalize_per_query(run.filter(pl.col("rank") <= depth), normalization) for name, run in runs.items()
+    }
     candidates = pl.concat([r.select(KEY) for r in normalized.values()]).unique()
     total = candidates.with_columns(pl.lit(0.0).alias("score"))
     for name, run in normalized.items():
         floor = run.group_by("query_id").agg(pl.col("score").min().alias("floor"))
-        joined = (candidates.join(run.select(*KEY, pl.col("score").alias("part")), on=KEY, how="left")
-                  .join(floor, on="query_id", how="left")
-                  .select(*KEY, pl.coalesce("part", "floor", pl.lit(0.0)).alias("part")))
-        total = (total.join(joined, on=KEY).with_columns(
-            (pl.col("score") + _weight(weights, name) * pl.col("part")).alias("score")).drop("part"))
+        joined = (
+            candidates.join(run.select(*KEY, pl.col("score").alias("part")), on=KEY, how="left")
+            .join(floor, on="query_id", how="left")
+            .select(*KEY, pl.coalesce("part", "floor", pl.lit(0.0)).alias("part"))
+        )
+        total = (
+            total.join(joined, on=KEY)
+            .with_columns((pl.col("score") + _weight(weights, name) * pl.col("part")).alias("score"))
+            .drop("part")
+        )
     return rank_by_score(total)
 
 

@@ -43,6 +43,7 @@ OPENING_ENV = "RELEVAL_HOLDOUT_OPENING"
 
 # --------------------------------------------------------------------------- which queries
 
+
 def query_splits(queries: pl.DataFrame, *, source: str = "queries") -> pl.DataFrame:
     """``query_id, split`` for every query; ``dev`` for all when there is no ``split`` column.
 
@@ -59,9 +60,12 @@ def query_splits(queries: pl.DataFrame, *, source: str = "queries") -> pl.DataFr
     if bad.any():
         rows = [i for i, flag in enumerate(bad.to_list()) if flag]
         shown = ", ".join(f"{ids[i]} ({split[i]!r})" for i in rows[:5])
-        raise InputError(f"{len(rows)} queries have no valid split (dev or holdout): {shown}"
-                         + (f", … ({len(rows) - 5} more)" if len(rows) > 5 else ""),
-                         file=source, field="split")
+        raise InputError(
+            f"{len(rows)} queries have no valid split (dev or holdout): {shown}"
+            + (f", … ({len(rows) - 5} more)" if len(rows) > 5 else ""),
+            file=source,
+            field="split",
+        )
     return pl.DataFrame({"query_id": ids, "split": split})
 
 
@@ -91,9 +95,12 @@ def select_queries(queries: pl.DataFrame, split: str = "dev", *, source: str = "
 
 def add_split_argument(parser) -> None:
     """``--split`` for a stage that reads queries: dev (what DVC runs) unless the holdout is opened."""
-    parser.add_argument("--split", choices=SCORE_SPLITS, default="dev",
-                        help="dev (default, what DVC runs); holdout or all only from `releval holdout`, "
-                             "which logs the opening first")
+    parser.add_argument(
+        "--split",
+        choices=SCORE_SPLITS,
+        default="dev",
+        help="dev (default, what DVC runs); holdout or all only from `releval holdout`, which logs the opening first",
+    )
 
 
 def opens_holdout(split: str) -> bool:
@@ -131,9 +138,16 @@ def restrict(frame: pl.DataFrame, query_ids: Iterable[str]) -> pl.DataFrame:
     return frame.filter(pl.col("query_id").cast(pl.Utf8).is_in(ids.implode()))
 
 
-def scoring_selection(queries: pl.DataFrame, split: str, *, configs: Sequence[str], command: str | Sequence[str],
-                      log_path: str | os.PathLike = DEFAULT_LOG, source: str = "queries",
-                      who: str | None = None) -> tuple[pl.DataFrame, dict[str, Any]]:
+def scoring_selection(
+    queries: pl.DataFrame,
+    split: str,
+    *,
+    configs: Sequence[str],
+    command: str | Sequence[str],
+    log_path: str | os.PathLike = DEFAULT_LOG,
+    source: str = "queries",
+    who: str | None = None,
+) -> tuple[pl.DataFrame, dict[str, Any]]:
     """For stages/score.py: the queries a run over ``split`` scores, and its contract terms.
 
     Opening the holdout (``holdout`` or ``all``) appends an entry to the access log *before*
@@ -144,12 +158,16 @@ def scoring_selection(queries: pl.DataFrame, split: str, *, configs: Sequence[st
     opened = opens_holdout(split)
     if opened and not already_logged(log_path, os.environ.get(OPENING_ENV)):
         append_opening(log_path, opening(configs, command, split=split, who=who))
-    terms = {"split": contract_split(queries, split), "queries": scored.height,
-             "holdout_queries_sealed": 0 if opened else split_counts(queries, source=source)["holdout"]}
+    terms = {
+        "split": contract_split(queries, split),
+        "queries": scored.height,
+        "holdout_queries_sealed": 0 if opened else split_counts(queries, source=source)["holdout"],
+    }
     return scored, terms
 
 
 # --------------------------------------------------------------------------- the access log
+
 
 def who_opens(cwd: str | os.PathLike | None = None, env: Mapping[str, str] | None = None) -> str:
     """``git config user.name``, else $USER (or $LOGNAME), else ``unknown``."""
@@ -174,15 +192,26 @@ def utc_now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
-def opening(configs: Sequence[str], command: str | Sequence[str], *, split: str = "holdout",
-            who: str | None = None, when: str | None = None) -> dict[str, Any]:
+def opening(
+    configs: Sequence[str],
+    command: str | Sequence[str],
+    *,
+    split: str = "holdout",
+    who: str | None = None,
+    when: str | None = None,
+) -> dict[str, Any]:
     """One log entry. ``command`` is the command line (a list is joined with spaces)."""
     if not opens_holdout(split):
         raise InputError(f"a {split!r} run does not open the holdout; nothing to log", field="split")
     if isinstance(command, (list, tuple)):
         command = " ".join(str(part) for part in command)
-    entry = {"when": when or utc_now(), "who": who or who_opens(), "split": split,
-             "configs": sorted(str(c) for c in configs), "command": str(command)}
+    entry = {
+        "when": when or utc_now(),
+        "who": who or who_opens(),
+        "split": split,
+        "configs": sorted(str(c) for c in configs),
+        "command": str(command),
+    }
     _check_entry(entry, "<opening>", None)
     return entry
 
@@ -201,9 +230,12 @@ def append_opening(path: str | os.PathLike, entry: Mapping[str, Any]) -> None:
         with open(path, "rb") as fh:
             fh.seek(-1, os.SEEK_END)
             if fh.read(1) != b"\n":
-                raise InputError("the last line is incomplete (no newline at the end); the log is not "
-                                 "appended to until it is repaired from git", file=str(path),
-                                 line=len(path.read_bytes().splitlines()))
+                raise InputError(
+                    "the last line is incomplete (no newline at the end); the log is not "
+                    "appended to until it is repaired from git",
+                    file=str(path),
+                    line=len(path.read_bytes().splitlines()),
+                )
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         written = os.write(fd, line)
@@ -245,8 +277,11 @@ def check_append_only(before: bytes, after: bytes, source: str = str(DEFAULT_LOG
     if not after.startswith(before):
         old, new = before.splitlines(), after.splitlines()
         line = next((i + 1 for i, (a, b) in enumerate(zip(old, new)) if a != b), min(len(old), len(new)) + 1)
-        raise InputError("earlier lines of the holdout access log were changed or removed; the log "
-                         "is append-only", file=source, line=line)
+        raise InputError(
+            "earlier lines of the holdout access log were changed or removed; the log is append-only",
+            file=source,
+            line=line,
+        )
 
 
 def summary(entries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

@@ -66,8 +66,7 @@ def _fault(point: str, target: Path) -> None:
     if not spec:
         return
     want, sep, suffix = spec.partition("@")
-    if sep and want == point and (target.as_posix().endswith(suffix)
-                                  or target.resolve().as_posix().endswith(suffix)):
+    if sep and want == point and (target.as_posix().endswith(suffix) or target.resolve().as_posix().endswith(suffix)):
         os.kill(os.getpid(), signal.SIGKILL)
 
 
@@ -83,7 +82,7 @@ def _write_chunked(target: str | os.PathLike, data) -> None:
             fh.flush()
             _fault("mid-write", target)
             for start in range(chunk, size, chunk):
-                fh.write(view[start:start + chunk])
+                fh.write(view[start : start + chunk])
 
 
 def _umask() -> int:

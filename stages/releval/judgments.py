@@ -82,9 +82,13 @@ class Manifest:
         import yaml
 
         document: dict[str, Any] = {
-            "version": self.version, "parent": self.parent, "date": self.date,
-            "scale": {int(g): self.scale[g] for g in sorted(self.scale)}, "rubric": self.rubric,
-            "annotators": list(self.annotators), "judgments_sha256": self.judgments_sha256,
+            "version": self.version,
+            "parent": self.parent,
+            "date": self.date,
+            "scale": {int(g): self.scale[g] for g in sorted(self.scale)},
+            "rubric": self.rubric,
+            "annotators": list(self.annotators),
+            "judgments_sha256": self.judgments_sha256,
         }
         if self.description:
             document["description"] = self.description
@@ -110,8 +114,10 @@ class JudgmentSet:
 
 # --------------------------------------------------------------------------- manifest
 
-def read_manifest(path: str | os.PathLike, *,
-                  expected_version: str | None = None) -> tuple[Manifest | None, list[InputError]]:
+
+def read_manifest(
+    path: str | os.PathLike, *, expected_version: str | None = None
+) -> tuple[Manifest | None, list[InputError]]:
     """Read and check ``manifest.yaml`` (YAML, or JSON, which YAML reads too); every problem is listed.
 
     Returns (manifest or None when it is unusable, problems). Lines are those of the key.
@@ -131,12 +137,24 @@ def read_manifest(path: str | os.PathLike, *,
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        return None, [InputError(f"not valid YAML: {getattr(exc, 'problem', None) or exc}", file=source,
-                                 line=mark.line + 1 if mark else 1, field="yaml")]
+        return None, [
+            InputError(
+                f"not valid YAML: {getattr(exc, 'problem', None) or exc}",
+                file=source,
+                line=mark.line + 1 if mark else 1,
+                field="yaml",
+            )
+        ]
     if not isinstance(data, dict) or node is None:
         found = "an empty file" if data is None else type(data).__name__
-        return None, [InputError(f"expected a mapping of {', '.join(MANIFEST_KEYS)}, found {found}",
-                                 file=source, line=1, field="manifest")]
+        return None, [
+            InputError(
+                f"expected a mapping of {', '.join(MANIFEST_KEYS)}, found {found}",
+                file=source,
+                line=1,
+                field="manifest",
+            )
+        ]
     lines = {str(key.value): key.start_mark.line + 1 for key, _ in node.value}
     errors: list[InputError] = []
 
@@ -174,8 +192,11 @@ def read_manifest(path: str | os.PathLike, *,
         err("rubric", f"rubric file {rubric!r} not found (relative to {path.parent})")
     annotators = data.get("annotators")
     if "annotators" in data:
-        if not isinstance(annotators, list) or not annotators or \
-                not all(isinstance(a, str) and a.strip() for a in annotators):
+        if (
+            not isinstance(annotators, list)
+            or not annotators
+            or not all(isinstance(a, str) and a.strip() for a in annotators)
+        ):
             err("annotators", f"expected a non-empty list of names, found {annotators!r}")
             annotators = None
         elif len(set(annotators)) != len(annotators):
@@ -188,8 +209,15 @@ def read_manifest(path: str | os.PathLike, *,
     if not isinstance(description, str):
         err("description", "expected a string")
         description = ""
-    if errors or version is None or date is None or scale is None or rubric is None or annotators is None \
-            or digest is None:
+    if (
+        errors
+        or version is None
+        or date is None
+        or scale is None
+        or rubric is None
+        or annotators is None
+        or digest is None
+    ):
         return None, errors
     return Manifest(version, parent, date, scale, rubric, tuple(annotators), digest, description), errors
 
@@ -249,8 +277,13 @@ def sha256_bytes(data: bytes) -> str:
 
 # --------------------------------------------------------------------------- loading a version
 
-def validate_version(directory: str | os.PathLike, *, query_ids: Iterable[str] | None = None,
-                     doc_lengths: Mapping[str, int] | None = None) -> tuple[JudgmentSet | None, list[InputError]]:
+
+def validate_version(
+    directory: str | os.PathLike,
+    *,
+    query_ids: Iterable[str] | None = None,
+    doc_lengths: Mapping[str, int] | None = None,
+) -> tuple[JudgmentSet | None, list[InputError]]:
     """Check a judgment-set directory; return (the set, or None when unusable, every problem).
 
     ``query_ids`` and ``doc_lengths`` (doc_id -> text length), when given, catch judgments naming
@@ -258,8 +291,13 @@ def validate_version(directory: str | os.PathLike, *, query_ids: Iterable[str] |
     """
     directory = Path(directory)
     if not directory.is_dir():
-        return None, [InputError("no such directory (expected a judgment set: manifest.yaml + judgments.jsonl)",
-                                 file=str(directory), field="path")]
+        return None, [
+            InputError(
+                "no such directory (expected a judgment set: manifest.yaml + judgments.jsonl)",
+                file=str(directory),
+                field="path",
+            )
+        ]
     manifest_path = directory / MANIFEST_NAME
     judgments_path = directory / JUDGMENTS_NAME
     manifest, errors = read_manifest(manifest_path, expected_version=directory.name)
@@ -270,11 +308,16 @@ def validate_version(directory: str | os.PathLike, *, query_ids: Iterable[str] |
     if manifest is not None and judgments_path.is_file():
         actual = io.sha256_file(judgments_path)
         if actual != manifest.judgments_sha256:
-            errors.append(InputError(
-                f"hash mismatch: judgments.jsonl has sha256 {actual}, the manifest says {manifest.judgments_sha256} "
-                "(judgments edited without writing a new manifest?)",
-                file=str(manifest_path), line=manifest_lines(manifest_path).get("judgments_sha256", 1),
-                field="judgments_sha256"))
+            errors.append(
+                InputError(
+                    f"hash mismatch: judgments.jsonl has sha256 {actual}, "
+                    f"the manifest says {manifest.judgments_sha256} "
+                    "(judgments edited without writing a new manifest?)",
+                    file=str(manifest_path),
+                    line=manifest_lines(manifest_path).get("judgments_sha256", 1),
+                    field="judgments_sha256",
+                )
+            )
     errors += check_references(frame, str(judgments_path), query_ids=query_ids, doc_lengths=doc_lengths)
     if manifest is None:
         return None, errors
@@ -283,8 +326,12 @@ def validate_version(directory: str | os.PathLike, *, query_ids: Iterable[str] |
     return JudgmentSet(directory, manifest, frame, rubric_sha), errors
 
 
-def load_version(directory: str | os.PathLike, *, query_ids: Iterable[str] | None = None,
-                 doc_lengths: Mapping[str, int] | None = None) -> JudgmentSet:
+def load_version(
+    directory: str | os.PathLike,
+    *,
+    query_ids: Iterable[str] | None = None,
+    doc_lengths: Mapping[str, int] | None = None,
+) -> JudgmentSet:
     """A validated judgment set; :class:`InputErrors` listing every problem otherwise."""
     judgment_set, errors = validate_version(directory, query_ids=query_ids, doc_lengths=doc_lengths)
     raise_all(errors)
@@ -301,6 +348,7 @@ def read_judgments_file(path: str | os.PathLike, scale: Mapping[int, str] | None
 
 # --------------------------------------------------------------------------- qrels
 
+
 def aggregate(judgments: pl.DataFrame) -> pl.DataFrame:
     """qrels ``query_id, doc_id, grade`` from per-annotator judgments: the lower median per pair.
 
@@ -308,9 +356,11 @@ def aggregate(judgments: pl.DataFrame) -> pl.DataFrame:
     """
     if judgments.height == 0:
         return pl.DataFrame(schema=QRELS_SCHEMA)
-    grouped = (judgments.group_by("query_id", "doc_id")
-               .agg(pl.col("grade").sort().alias("grades"))
-               .with_columns(pl.col("grades").list.get((pl.col("grades").list.len() - 1) // 2).alias("grade")))
+    grouped = (
+        judgments.group_by("query_id", "doc_id")
+        .agg(pl.col("grade").sort().alias("grades"))
+        .with_columns(pl.col("grades").list.get((pl.col("grades").list.len() - 1) // 2).alias("grade"))
+    )
     return grouped.select("query_id", "doc_id", pl.col("grade").cast(pl.Int64)).sort("query_id", "doc_id")
 
 
@@ -325,7 +375,7 @@ def _gain(grades: pl.Expr, gain: str) -> pl.Expr:
 def gain_value(grade: int, gain: str) -> float:
     if gain not in GAINS:
         raise InputError(f"unknown gain {gain!r}; expected one of {', '.join(GAINS)}", field="gain")
-    return float(2 ** grade - 1) if gain == "exponential" else float(grade)
+    return float(2**grade - 1) if gain == "exponential" else float(grade)
 
 
 def ideal_dcg(qrels: pl.DataFrame, k_values: Sequence[int], gain: str = "exponential") -> pl.DataFrame:
@@ -335,16 +385,25 @@ def ideal_dcg(qrels: pl.DataFrame, k_values: Sequence[int], gain: str = "exponen
     Columns: query_id, k, idcg.
     """
     ks = _check_k(k_values)
-    ranked = (qrels.sort(["query_id", "grade", "doc_id"], descending=[False, True, False])
-              .with_columns(pl.int_range(1, pl.len() + 1).over("query_id").alias("rank"))
-              .with_columns((_gain(pl.col("grade"), gain) / (pl.col("rank").cast(pl.Float64) + 1.0).log(2))
-                            .alias("dcg_term")))
-    frames = [ranked.filter(pl.col("rank") <= k).group_by("query_id").agg(pl.col("dcg_term").sum().alias("idcg"))
-              .with_columns(pl.lit(k, dtype=pl.Int64).alias("k")) for k in ks]
+    ranked = (
+        qrels.sort(["query_id", "grade", "doc_id"], descending=[False, True, False])
+        .with_columns(pl.int_range(1, pl.len() + 1).over("query_id").alias("rank"))
+        .with_columns((_gain(pl.col("grade"), gain) / (pl.col("rank").cast(pl.Float64) + 1.0).log(2)).alias("dcg_term"))
+    )
+    frames = [
+        ranked.filter(pl.col("rank") <= k)
+        .group_by("query_id")
+        .agg(pl.col("dcg_term").sum().alias("idcg"))
+        .with_columns(pl.lit(k, dtype=pl.Int64).alias("k"))
+        for k in ks
+    ]
     queries = qrels.select("query_id").unique()
-    out = [queries.with_columns(pl.lit(k, dtype=pl.Int64).alias("k"))
-           .join(f.select("query_id", "idcg"), on="query_id", how="left")
-           .with_columns(pl.col("idcg").fill_null(0.0)) for k, f in zip(ks, frames)]
+    out = [
+        queries.with_columns(pl.lit(k, dtype=pl.Int64).alias("k"))
+        .join(f.select("query_id", "idcg"), on="query_id", how="left")
+        .with_columns(pl.col("idcg").fill_null(0.0))
+        for k, f in zip(ks, frames)
+    ]
     return pl.concat(out).select("query_id", "k", "idcg").sort("query_id", "k")
 
 
@@ -355,15 +414,29 @@ def _check_k(k_values: Sequence[int]) -> list[int]:
     return ks
 
 
-CHANGE_REPORT_SCHEMA = pl.Schema({
-    "query_id": pl.Utf8, "k": pl.Int64, "old_idcg": pl.Float64, "new_idcg": pl.Float64, "change": pl.Float64,
-    "docs_added": pl.List(pl.Utf8), "docs_removed": pl.List(pl.Utf8), "grades_changed": pl.List(pl.Utf8),
-    "reason": pl.Utf8,
-})
+CHANGE_REPORT_SCHEMA = pl.Schema(
+    {
+        "query_id": pl.Utf8,
+        "k": pl.Int64,
+        "old_idcg": pl.Float64,
+        "new_idcg": pl.Float64,
+        "change": pl.Float64,
+        "docs_added": pl.List(pl.Utf8),
+        "docs_removed": pl.List(pl.Utf8),
+        "grades_changed": pl.List(pl.Utf8),
+        "reason": pl.Utf8,
+    }
+)
 
 
-def idcg_change_report(old_qrels: pl.DataFrame, new_qrels: pl.DataFrame, k_values: Sequence[int] = (10,),
-                       gain: str = "exponential", *, tolerance: float = 1e-12) -> pl.DataFrame:
+def idcg_change_report(
+    old_qrels: pl.DataFrame,
+    new_qrels: pl.DataFrame,
+    k_values: Sequence[int] = (10,),
+    gain: str = "exponential",
+    *,
+    tolerance: float = 1e-12,
+) -> pl.DataFrame:
     """Each (query, k) whose IDCG@k moved between two qrels tables, with the old and new IDCG and why.
 
     Columns (:data:`CHANGE_REPORT_SCHEMA`): query_id, k, old_idcg, new_idcg, change (new - old),
@@ -376,10 +449,13 @@ def idcg_change_report(old_qrels: pl.DataFrame, new_qrels: pl.DataFrame, k_value
     gain_value(0, gain)
     old_idcg = ideal_dcg(old_qrels, ks, gain).rename({"idcg": "old_idcg"})
     new_idcg = ideal_dcg(new_qrels, ks, gain).rename({"idcg": "new_idcg"})
-    both = (old_idcg.join(new_idcg, on=["query_id", "k"], how="full", coalesce=True)
-            .with_columns(pl.col("old_idcg").fill_null(0.0), pl.col("new_idcg").fill_null(0.0)))
-    moved = both.filter((pl.col("new_idcg") - pl.col("old_idcg")).abs()
-                        > tolerance * pl.max_horizontal(pl.lit(1.0), pl.col("old_idcg").abs()))
+    both = old_idcg.join(new_idcg, on=["query_id", "k"], how="full", coalesce=True).with_columns(
+        pl.col("old_idcg").fill_null(0.0), pl.col("new_idcg").fill_null(0.0)
+    )
+    moved = both.filter(
+        (pl.col("new_idcg") - pl.col("old_idcg")).abs()
+        > tolerance * pl.max_horizontal(pl.lit(1.0), pl.col("old_idcg").abs())
+    )
     old_by_query = _grades_by_query(old_qrels)
     new_by_query = _grades_by_query(new_qrels)
     rows = []
@@ -389,15 +465,25 @@ def idcg_change_report(old_qrels: pl.DataFrame, new_qrels: pl.DataFrame, k_value
         added = sorted(d for d in new if d not in old and gain_value(new[d], gain) != 0.0)
         removed = sorted(d for d in old if d not in new and gain_value(old[d], gain) != 0.0)
         changed = sorted(d for d in old if d in new and old[d] != new[d])
-        reasons = ([f"added {d} (grade {new[d]})" for d in added] + [f"removed {d} (grade {old[d]})" for d in removed]
-                   + [f"regraded {d} {old[d]}->{new[d]}" for d in changed])
+        reasons = (
+            [f"added {d} (grade {new[d]})" for d in added]
+            + [f"removed {d} (grade {old[d]})" for d in removed]
+            + [f"regraded {d} {old[d]}->{new[d]}" for d in changed]
+        )
         if not old:
             reasons.insert(0, "query newly judged")
         elif not new:
             reasons.insert(0, "query no longer judged")
-        rows.append({**row, "change": row["new_idcg"] - row["old_idcg"], "docs_added": added,
-                     "docs_removed": removed, "grades_changed": [f"{d}: {old[d]}->{new[d]}" for d in changed],
-                     "reason": "; ".join(reasons)})
+        rows.append(
+            {
+                **row,
+                "change": row["new_idcg"] - row["old_idcg"],
+                "docs_added": added,
+                "docs_removed": removed,
+                "grades_changed": [f"{d}: {old[d]}->{new[d]}" for d in changed],
+                "reason": "; ".join(reasons),
+            }
+        )
     return pl.DataFrame(rows, schema=CHANGE_REPORT_SCHEMA)
 
 
@@ -408,18 +494,24 @@ def _grades_by_query(qrels: pl.DataFrame) -> dict[str, dict[str, int]]:
     return out
 
 
-def compare_versions(old_dir: str | os.PathLike, new_dir: str | os.PathLike, k_values: Sequence[int] = (10,),
-                     gain: str = "exponential") -> pl.DataFrame:
+def compare_versions(
+    old_dir: str | os.PathLike, new_dir: str | os.PathLike, k_values: Sequence[int] = (10,), gain: str = "exponential"
+) -> pl.DataFrame:
     """:func:`idcg_change_report` between two judgment-set directories (each validated)."""
     return idcg_change_report(load_version(old_dir).qrels(), load_version(new_dir).qrels(), k_values, gain)
 
 
 # --------------------------------------------------------------------------- writing versions
 
+
 def judgment_line(row: Mapping[str, Any]) -> str:
     """One judgments.jsonl line, keys in a fixed order, optional fields only when set."""
-    obj: dict[str, Any] = {"query_id": row["query_id"], "doc_id": row["doc_id"], "grade": int(row["grade"]),
-                           "annotator": row["annotator"]}
+    obj: dict[str, Any] = {
+        "query_id": row["query_id"],
+        "doc_id": row["doc_id"],
+        "grade": int(row["grade"]),
+        "annotator": row["annotator"],
+    }
     if row.get("span_start") is not None:
         obj["span_start"] = int(row["span_start"])
         obj["span_end"] = int(row["span_end"])
@@ -428,8 +520,9 @@ def judgment_line(row: Mapping[str, Any]) -> str:
     return json.dumps(obj, ensure_ascii=False)
 
 
-def write_version(directory: str | os.PathLike, manifest: Manifest, judgments_bytes: bytes,
-                  files: Mapping[str, bytes] | None = None) -> Manifest:
+def write_version(
+    directory: str | os.PathLike, manifest: Manifest, judgments_bytes: bytes, files: Mapping[str, bytes] | None = None
+) -> Manifest:
     """Write a whole judgment set atomically: ``judgments.jsonl``, a sealed manifest, other ``files``.
 
     The directory appears complete or not at all (an existing one is replaced only once the new
@@ -464,11 +557,17 @@ def set_files(directory: Path) -> dict[str, bytes]:
     return out
 
 
-def add_judgments(records: list[Record], source: str, into: str | os.PathLike, *,
-                  parent: str | os.PathLike | None = None,
-                  date: str | None = None, query_ids: Iterable[str] | None = None,
-                  doc_lengths: Mapping[str, int] | None = None,
-                  errors: list[InputError] | None = None) -> tuple[JudgmentSet, int]:
+def add_judgments(
+    records: list[Record],
+    source: str,
+    into: str | os.PathLike,
+    *,
+    parent: str | os.PathLike | None = None,
+    date: str | None = None,
+    query_ids: Iterable[str] | None = None,
+    doc_lengths: Mapping[str, int] | None = None,
+    errors: list[InputError] | None = None,
+) -> tuple[JudgmentSet, int]:
     """Add judgment records to the set ``into``; nothing is written unless every record is valid.
 
     ``into`` exists: the records are appended to its judgments (they must not repeat an
@@ -486,14 +585,19 @@ def add_judgments(records: list[Record], source: str, into: str | os.PathLike, *
         new_manifest = base.manifest
     else:
         if parent is None:
-            raise InputError("no such judgment set; to start a new version from an existing one, name its parent",
-                             file=str(into), field="parent")
+            raise InputError(
+                "no such judgment set; to start a new version from an existing one, name its parent",
+                file=str(into),
+                field="parent",
+            )
         base = load_version(parent)
         base_dir = Path(parent)
-        new_manifest = replace(base.manifest, version=into.name, parent=base.manifest.version,
-                               date=date or _dt.date.today().isoformat())
-    frame, problems = validate_judgment_records(records, source, new_manifest.scale, None, prior=base.judgments,
-                                                prior_source=str(base_dir / JUDGMENTS_NAME))
+        new_manifest = replace(
+            base.manifest, version=into.name, parent=base.manifest.version, date=date or _dt.date.today().isoformat()
+        )
+    frame, problems = validate_judgment_records(
+        records, source, new_manifest.scale, None, prior=base.judgments, prior_source=str(base_dir / JUDGMENTS_NAME)
+    )
     problems += check_references(frame, source, query_ids=query_ids, doc_lengths=doc_lengths)
     raise_all(sorted([*(errors or []), *problems], key=lambda e: (e.file or "", e.line or 0)))
     if frame.height == 0:
@@ -512,6 +616,7 @@ def add_judgments(records: list[Record], source: str, into: str | os.PathLike, *
 
 
 # --------------------------------------------------------------------------- corpus and queries
+
 
 def doc_lengths(docs: pl.DataFrame) -> dict[str, int]:
     return dict(zip(docs["doc_id"].to_list(), docs["text"].str.len_chars().to_list()))

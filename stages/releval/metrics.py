@@ -82,10 +82,12 @@ class Contract:
         _require_choice("ties", self.ties, TIE_RULES)
         _require_choice("no_relevant", self.no_relevant, NO_RELEVANT_POLICIES)
         _require_choice("missing_in_run", self.missing_in_run, MISSING_IN_RUN_POLICIES)
-        if isinstance(self.rel_threshold, bool) or not isinstance(self.rel_threshold, int) \
-                or self.rel_threshold < 1:
-            raise InputError(f"must be an integer >= 1 (grade 0 is what unjudged docs get), "
-                             f"got {self.rel_threshold!r}", file=_CONTRACT_SOURCE, field="rel_threshold")
+        if isinstance(self.rel_threshold, bool) or not isinstance(self.rel_threshold, int) or self.rel_threshold < 1:
+            raise InputError(
+                f"must be an integer >= 1 (grade 0 is what unjudged docs get), got {self.rel_threshold!r}",
+                file=_CONTRACT_SOURCE,
+                field="rel_threshold",
+            )
 
     @classmethod
     def trec_eval(cls) -> Contract:
@@ -101,8 +103,9 @@ class Contract:
         fields = {f.name for f in dataclasses.fields(cls)}
         for key, value in terms.items():
             if key in FIXED_TERMS and value != FIXED_TERMS[key]:
-                raise InputError(f"this engine only computes {FIXED_TERMS[key]!r}, got {value!r}",
-                                 file=_CONTRACT_SOURCE, field=key)
+                raise InputError(
+                    f"this engine only computes {FIXED_TERMS[key]!r}, got {value!r}", file=_CONTRACT_SOURCE, field=key
+                )
             if key not in fields and key not in FIXED_TERMS and key != "metrics":
                 raise InputError("unknown contract term", file=_CONTRACT_SOURCE, field=key)
         return cls(**{key: value for key, value in terms.items() if key in fields})
@@ -117,8 +120,11 @@ def contract_from_params(metric_cfg: Mapping[str, Any]) -> Contract:
     fields = {f.name for f in dataclasses.fields(Contract)}
     unknown = sorted(set(metric_cfg) - fields - set(METRIC_SECTION_KEYS))
     if unknown:
-        raise InputError(f"unknown key(s) {unknown}; contract terms: {sorted(fields)}",
-                         file="params.yaml", field=f"metric.{unknown[0]}")
+        raise InputError(
+            f"unknown key(s) {unknown}; contract terms: {sorted(fields)}",
+            file="params.yaml",
+            field=f"metric.{unknown[0]}",
+        )
     return Contract(**{key: metric_cfg[key] for key in fields if key in metric_cfg})
 
 
@@ -177,8 +183,9 @@ def parse_metric(name: str) -> Metric:
     kind = _ALIASES.get(base, base)
     known = _CUTOFF_REQUIRED + _CUTOFF_OPTIONAL + _CUTOFF_FORBIDDEN
     if kind not in known:
-        raise InputError(f"unknown metric {name!r}; known: {', '.join(sorted(known))}",
-                         file=_METRICS_SOURCE, field="metrics")
+        raise InputError(
+            f"unknown metric {name!r}; known: {', '.join(sorted(known))}", file=_METRICS_SOURCE, field="metrics"
+        )
     if not has_cutoff:
         if kind in _CUTOFF_REQUIRED:
             raise InputError(f"metric {name!r} needs a cutoff, e.g. {kind}@10", file=_METRICS_SOURCE, field="metrics")
@@ -186,8 +193,9 @@ def parse_metric(name: str) -> Metric:
     if kind in _CUTOFF_FORBIDDEN:
         raise InputError(f"metric {name!r}: {kind} takes no cutoff", file=_METRICS_SOURCE, field="metrics")
     if not cutoff.isdecimal() or int(cutoff) <= 0:
-        raise InputError(f"metric {name!r}: the cutoff must be a whole number > 0", file=_METRICS_SOURCE,
-                         field="metrics")
+        raise InputError(
+            f"metric {name!r}: the cutoff must be a whole number > 0", file=_METRICS_SOURCE, field="metrics"
+        )
     return Metric(kind, int(cutoff))
 
 
@@ -201,6 +209,7 @@ def parse_metrics(names: Iterable[str | Metric]) -> list[Metric]:
 
 # ---------------------------------------------------------------------------------------------
 # Input validation (shared with the file readers, which pass the line number of each row)
+
 
 def check_run(run: pl.DataFrame, *, source: str = "run table", lines: np.ndarray | None = None) -> pl.DataFrame:
     """Validate a run table and return it with :data:`RUN_SCHEMA` dtypes.
@@ -223,8 +232,9 @@ def _checked_run(run: pl.DataFrame, source: str, lines: np.ndarray | None) -> tu
     scores = run["score"].to_numpy()
     if not np.isfinite(scores).all():
         row = int(np.flatnonzero(~np.isfinite(scores))[0])
-        raise InputError(f"score must be a finite number, got {scores[row]}", file=source, line=_line(row, lines),
-                         field="score")
+        raise InputError(
+            f"score must be a finite number, got {scores[row]}", file=source, line=_line(row, lines), field="score"
+        )
     keys = _pair_keys(run)
     _reject_duplicate_pairs(run, keys, source, lines)
     return run, keys
@@ -244,8 +254,9 @@ def _checked_qrels(qrels: pl.DataFrame, source: str, lines: np.ndarray | None) -
     return qrels, keys
 
 
-def _conform(frame: pl.DataFrame, schema: Mapping[str, pl.DataType], source: str,
-             lines: np.ndarray | None) -> pl.DataFrame:
+def _conform(
+    frame: pl.DataFrame, schema: Mapping[str, pl.DataType], source: str, lines: np.ndarray | None
+) -> pl.DataFrame:
     columns = {}
     for field, dtype in schema.items():
         if field not in frame.columns:
@@ -273,8 +284,12 @@ def _cast_column(column: pl.Series, dtype: pl.DataType, source: str, lines: np.n
         values = column.to_numpy()
         fractional = np.flatnonzero(~np.isfinite(values) | (values != np.round(values)))
         if fractional.size:
-            raise InputError(f"must be a whole number, got {values[fractional[0]]}", file=source,
-                             line=_line(fractional[0], lines), field=field)
+            raise InputError(
+                f"must be a whole number, got {values[fractional[0]]}",
+                file=source,
+                line=_line(fractional[0], lines),
+                field=field,
+            )
         return column.cast(pl.Int64)
     raise InputError(f"must be an integer, got {column.dtype}", file=source, field=field)
 
@@ -299,30 +314,39 @@ def _reject_duplicate_pairs(frame: pl.DataFrame, keys: np.ndarray, source: str, 
         return
     # Hash equality only nominates candidates; string equality decides.
     candidates = np.flatnonzero(np.isin(keys, repeated))
-    groups = (frame[candidates].with_columns(row=pl.Series(candidates))
-              .group_by("query_id", "doc_id").agg(pl.col("row").sort())
-              .filter(pl.col("row").list.len() > 1))
+    groups = (
+        frame[candidates]
+        .with_columns(row=pl.Series(candidates))
+        .group_by("query_id", "doc_id")
+        .agg(pl.col("row").sort())
+        .filter(pl.col("row").list.len() > 1)
+    )
     if groups.height == 0:
         return
     query_id, doc_id, rows = min(groups.iter_rows(), key=lambda group: group[2][1])
     first, second = _line(rows[0], lines), _line(rows[1], lines)
-    raise InputError(f"duplicate (query_id {query_id!r}, doc_id {doc_id!r}): lines {first} and {second}",
-                     file=source, line=second, field="doc_id")
+    raise InputError(
+        f"duplicate (query_id {query_id!r}, doc_id {doc_id!r}): lines {first} and {second}",
+        file=source,
+        line=second,
+        field="doc_id",
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # Ranking and judgments as flat arrays over all queries
 
+
 @dataclass(frozen=True)
 class _Ranking:
     """The judged rows of the ordered run, in (query, rank) order, plus per-query facts."""
 
-    query: np.ndarray       # query code of each judged retrieved doc
-    rank: np.ndarray        # its 1-based rank
-    grade: np.ndarray       # its grade
-    retrieved: np.ndarray   # docs retrieved, per query code
-    tie_query: np.ndarray   # one entry per pair of neighbours with equal scores: the query code
-    tie_rank: np.ndarray    # ... and the rank of the upper neighbour
+    query: np.ndarray  # query code of each judged retrieved doc
+    rank: np.ndarray  # its 1-based rank
+    grade: np.ndarray  # its grade
+    retrieved: np.ndarray  # docs retrieved, per query code
+    tie_query: np.ndarray  # one entry per pair of neighbours with equal scores: the query code
+    tie_rank: np.ndarray  # ... and the rank of the upper neighbour
 
     @property
     def n_queries(self) -> int:
@@ -331,8 +355,8 @@ class _Ranking:
 
 @dataclass(frozen=True)
 class _Judgments:
-    relevant: np.ndarray     # per query code: judged docs with grade >= threshold
-    judged: np.ndarray       # per query code: judged docs
+    relevant: np.ndarray  # per query code: judged docs with grade >= threshold
+    judged: np.ndarray  # per query code: judged docs
     ideal_query: np.ndarray  # judged docs ordered by query, then grade descending
     ideal_rank: np.ndarray
     ideal_grade: np.ndarray
@@ -343,21 +367,26 @@ def _query_codes(query_ids: pl.Series, queries: pl.Enum) -> np.ndarray:
     return query_ids.cast(queries).to_physical().to_numpy()
 
 
-def _judged_run_rows(run: pl.DataFrame, run_keys: np.ndarray, qrels: pl.DataFrame,
-                     qrels_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _judged_run_rows(
+    run: pl.DataFrame, run_keys: np.ndarray, qrels: pl.DataFrame, qrels_keys: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Rows of the run that have a judgment, and their grades."""
     candidates = np.flatnonzero(pl.Series(run_keys).is_in(pl.Series(qrels_keys).implode()).to_numpy())
-    matches = (pl.DataFrame({"key": run_keys[candidates], "run_row": candidates})
-               .join(pl.DataFrame({"key": qrels_keys, "qrels_row": np.arange(qrels.height)}), on="key", how="inner"))
+    matches = pl.DataFrame({"key": run_keys[candidates], "run_row": candidates}).join(
+        pl.DataFrame({"key": qrels_keys, "qrels_row": np.arange(qrels.height)}), on="key", how="inner"
+    )
     run_rows, qrels_rows = matches["run_row"].to_numpy(), matches["qrels_row"].to_numpy()
     # Hash equality only nominates a match; string equality decides.
-    same_pair = ((run["query_id"].gather(run_rows) == qrels["query_id"].gather(qrels_rows))
-                 & (run["doc_id"].gather(run_rows) == qrels["doc_id"].gather(qrels_rows))).to_numpy()
+    same_pair = (
+        (run["query_id"].gather(run_rows) == qrels["query_id"].gather(qrels_rows))
+        & (run["doc_id"].gather(run_rows) == qrels["doc_id"].gather(qrels_rows))
+    ).to_numpy()
     return run_rows[same_pair], qrels["grade"].to_numpy()[qrels_rows[same_pair]]
 
 
-def _ranking_order(codes: np.ndarray, scores: np.ndarray, doc_ids: pl.Series,
-                   ties: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _ranking_order(
+    codes: np.ndarray, scores: np.ndarray, doc_ids: pl.Series, ties: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Row order by query, score descending, then the tie rule; each ordered row's query code;
     and, per neighbouring pair, whether its scores tie.
 
@@ -372,8 +401,9 @@ def _ranking_order(codes: np.ndarray, scores: np.ndarray, doc_ids: pl.Series,
     tied_with_next = same_key
     if same_key.any():
         full_precision = ties != "trec_eval"
-        _order_equal_keys(order, same_key, scores if full_precision else None, doc_ids,
-                          doc_id_descending=ties == "trec_eval")
+        _order_equal_keys(
+            order, same_key, scores if full_precision else None, doc_ids, doc_id_descending=ties == "trec_eval"
+        )
         if full_precision:
             upper = np.flatnonzero(same_key)
             tied_with_next = same_key.copy()
@@ -389,8 +419,9 @@ def _descending_order_bits(scores: np.ndarray) -> np.ndarray:
     return (~ascending).astype(np.uint64)
 
 
-def _order_equal_keys(order: np.ndarray, same_key: np.ndarray, scores: np.ndarray | None, doc_ids: pl.Series,
-                      doc_id_descending: bool) -> None:
+def _order_equal_keys(
+    order: np.ndarray, same_key: np.ndarray, scores: np.ndarray | None, doc_ids: pl.Series, doc_id_descending: bool
+) -> None:
     """Reorder, in place, each block of rows sharing a key: by score descending when ``scores`` is
     given, then by doc_id."""
     in_block = np.zeros(len(order), dtype=bool)
@@ -399,8 +430,9 @@ def _order_equal_keys(order: np.ndarray, same_key: np.ndarray, scores: np.ndarra
     positions = np.flatnonzero(in_block)
     starts_block = ~np.concatenate(([False], same_key))[positions]
     rows = order[positions]
-    blocks = pl.DataFrame({"block": np.cumsum(starts_block), "doc_id": doc_ids.gather(rows),
-                           "slot": np.arange(len(positions))})
+    blocks = pl.DataFrame(
+        {"block": np.cumsum(starts_block), "doc_id": doc_ids.gather(rows), "slot": np.arange(len(positions))}
+    )
     by, descending = ["block", "doc_id"], [False, doc_id_descending]
     if scores is not None:
         blocks = blocks.with_columns(score=scores[rows] + 0.0)
@@ -408,8 +440,9 @@ def _order_equal_keys(order: np.ndarray, same_key: np.ndarray, scores: np.ndarra
     order[positions] = rows[blocks.sort(by, descending=descending)["slot"].to_numpy()]
 
 
-def _rank_run(codes: np.ndarray, run: pl.DataFrame, judged_rows: np.ndarray, grades: np.ndarray, ties: str,
-              n_queries: int) -> _Ranking:
+def _rank_run(
+    codes: np.ndarray, run: pl.DataFrame, judged_rows: np.ndarray, grades: np.ndarray, ties: str, n_queries: int
+) -> _Ranking:
     order, ordered_codes, tied_with_next = _ranking_order(codes, run["score"].to_numpy(), run["doc_id"], ties)
     retrieved = np.bincount(ordered_codes, minlength=n_queries)
     first_position = np.cumsum(retrieved) - retrieved
@@ -419,9 +452,14 @@ def _rank_run(codes: np.ndarray, run: pl.DataFrame, judged_rows: np.ndarray, gra
     query = ordered_codes[judged_positions].astype(np.int64)
     tie_positions = np.flatnonzero(tied_with_next)
     tie_query = ordered_codes[tie_positions].astype(np.int64)
-    return _Ranking(query=query, rank=judged_positions - first_position[query] + 1,
-                    grade=_grades_at(order[judged_positions], judged_rows, grades), retrieved=retrieved,
-                    tie_query=tie_query, tie_rank=tie_positions - first_position[tie_query] + 1)
+    return _Ranking(
+        query=query,
+        rank=judged_positions - first_position[query] + 1,
+        grade=_grades_at(order[judged_positions], judged_rows, grades),
+        retrieved=retrieved,
+        tie_query=tie_query,
+        tie_rank=tie_positions - first_position[tie_query] + 1,
+    )
 
 
 def _grades_at(rows: np.ndarray, judged_rows: np.ndarray, grades: np.ndarray) -> np.ndarray:
@@ -433,9 +471,13 @@ def _grades_at(rows: np.ndarray, judged_rows: np.ndarray, grades: np.ndarray) ->
 def _judgments(codes: np.ndarray, grades: np.ndarray, n_queries: int, threshold: int) -> _Judgments:
     order = np.lexsort((-grades, codes))
     ideal_query = codes[order]
-    return _Judgments(relevant=np.bincount(codes[grades >= threshold], minlength=n_queries),
-                      judged=np.bincount(codes, minlength=n_queries), ideal_query=ideal_query,
-                      ideal_rank=_rank_within_blocks(ideal_query), ideal_grade=grades[order])
+    return _Judgments(
+        relevant=np.bincount(codes[grades >= threshold], minlength=n_queries),
+        judged=np.bincount(codes, minlength=n_queries),
+        ideal_query=ideal_query,
+        ideal_rank=_rank_within_blocks(ideal_query),
+        ideal_grade=grades[order],
+    )
 
 
 def _rank_within_blocks(sorted_codes: np.ndarray) -> np.ndarray:
@@ -447,6 +489,7 @@ def _rank_within_blocks(sorted_codes: np.ndarray) -> np.ndarray:
 
 # ---------------------------------------------------------------------------------------------
 # Metrics: each returns one value per query code
+
 
 def _gain(grades: np.ndarray, gain: str) -> np.ndarray:
     return np.exp2(grades) - 1.0 if gain == "exponential" else grades.astype(np.float64)
@@ -561,11 +604,12 @@ _METRIC_FUNCTIONS: dict[str, Callable[[_Ranking, _Judgments, Contract, int | Non
 # ---------------------------------------------------------------------------------------------
 # Evaluation
 
+
 @dataclass(frozen=True)
 class Evaluation:
     contract: Contract
     metrics: tuple[Metric, ...]
-    per_query: pl.DataFrame           # query_id + one column per metric, evaluated queries only
+    per_query: pl.DataFrame  # query_id + one column per metric, evaluated queries only
     mean: dict[str, float]
     counts: dict[str, Any]
     slices: dict[str, dict[str, Any]] | None = None
@@ -578,16 +622,22 @@ class Evaluation:
         }
         if per_query:
             names = [metric.name for metric in self.metrics]
-            out["per_query"] = {query_id: dict(zip(names, values))
-                                for query_id, *values in self.per_query.iter_rows()}
+            out["per_query"] = {query_id: dict(zip(names, values)) for query_id, *values in self.per_query.iter_rows()}
         if self.slices is not None:
             out["slices"] = self.slices
         return out
 
 
-def evaluate(qrels: pl.DataFrame, run: pl.DataFrame, metrics: Sequence[str | Metric],
-             contract: Contract = Contract(), slices: Mapping[str, str | Iterable[str]] | None = None, *,
-             qrels_source: str = "qrels table", run_source: str = "run table") -> Evaluation:
+def evaluate(
+    qrels: pl.DataFrame,
+    run: pl.DataFrame,
+    metrics: Sequence[str | Metric],
+    contract: Contract = Contract(),
+    slices: Mapping[str, str | Iterable[str]] | None = None,
+    *,
+    qrels_source: str = "qrels table",
+    run_source: str = "run table",
+) -> Evaluation:
     """Score ``run`` against ``qrels``: per-query values, their mean, and what was skipped.
 
     ``slices`` maps a query_id to one slice name or several; each slice gets its own mean.
@@ -598,21 +648,32 @@ def evaluate(qrels: pl.DataFrame, run: pl.DataFrame, metrics: Sequence[str | Met
     query_ids = pl.concat([qrels["query_id"].unique(), run["query_id"].unique()]).unique().sort()
     queries, n_queries = pl.Enum(query_ids), len(query_ids)
     judged_rows, judged_grades = _judged_run_rows(run, run_keys, qrels, qrels_keys)
-    ranking = _rank_run(_query_codes(run["query_id"], queries), run, judged_rows, judged_grades, contract.ties,
-                        n_queries)
-    judgments = _judgments(_query_codes(qrels["query_id"], queries), qrels["grade"].to_numpy(), n_queries,
-                           contract.rel_threshold)
+    ranking = _rank_run(
+        _query_codes(run["query_id"], queries), run, judged_rows, judged_grades, contract.ties, n_queries
+    )
+    judgments = _judgments(
+        _query_codes(qrels["query_id"], queries), qrels["grade"].to_numpy(), n_queries, contract.rel_threshold
+    )
     evaluated = _evaluated_queries(ranking, judgments, contract)
     if not evaluated.any():
-        raise InputError("no query left to evaluate: the run and the judgments share no query with a relevant "
-                         "document under this contract", file=run_source)
-    values = {metric.name: _METRIC_FUNCTIONS[metric.kind](ranking, judgments, contract, metric.k)[evaluated]
-              for metric in wanted}
+        raise InputError(
+            "no query left to evaluate: the run and the judgments share no query with a relevant "
+            "document under this contract",
+            file=run_source,
+        )
+    values = {
+        metric.name: _METRIC_FUNCTIONS[metric.kind](ranking, judgments, contract, metric.k)[evaluated]
+        for metric in wanted
+    }
     per_query = pl.DataFrame({"query_id": query_ids.filter(pl.Series(evaluated)), **values})
-    return Evaluation(contract=contract, metrics=wanted, per_query=per_query,
-                      mean={name: float(np.mean(column)) for name, column in values.items()},
-                      counts=_counts(query_ids, ranking, judgments, evaluated, wanted, run.height, qrels.height),
-                      slices=None if slices is None else _slice_means(per_query, slices, wanted))
+    return Evaluation(
+        contract=contract,
+        metrics=wanted,
+        per_query=per_query,
+        mean={name: float(np.mean(column)) for name, column in values.items()},
+        counts=_counts(query_ids, ranking, judgments, evaluated, wanted, run.height, qrels.height),
+        slices=None if slices is None else _slice_means(per_query, slices, wanted),
+    )
 
 
 def _evaluated_queries(ranking: _Ranking, judgments: _Judgments, contract: Contract) -> np.ndarray:
@@ -622,8 +683,15 @@ def _evaluated_queries(ranking: _Ranking, judgments: _Judgments, contract: Contr
     return judged & present & has_relevant
 
 
-def _counts(query_ids: pl.Series, ranking: _Ranking, judgments: _Judgments, evaluated: np.ndarray,
-            metrics: tuple[Metric, ...], run_rows: int, judgment_rows: int) -> dict[str, Any]:
+def _counts(
+    query_ids: pl.Series,
+    ranking: _Ranking,
+    judgments: _Judgments,
+    evaluated: np.ndarray,
+    metrics: tuple[Metric, ...],
+    run_rows: int,
+    judgment_rows: int,
+) -> dict[str, Any]:
     judged, in_run = judgments.judged > 0, ranking.retrieved > 0
     without_relevant = judged & (judgments.relevant == 0)
     missing_from_run = judged & ~in_run
@@ -656,19 +724,28 @@ def _tied_query_counts(ranking: _Ranking, evaluated: np.ndarray, metrics: tuple[
     return counts
 
 
-def _slice_means(per_query: pl.DataFrame, slices: Mapping[str, str | Iterable[str]],
-                 metrics: tuple[Metric, ...]) -> dict[str, dict[str, Any]]:
+def _slice_means(
+    per_query: pl.DataFrame, slices: Mapping[str, str | Iterable[str]], metrics: tuple[Metric, ...]
+) -> dict[str, dict[str, Any]]:
     # Means are taken with numpy over rows sorted by query id: a parallel group_by sums in no
     # fixed order, so a slice mean could differ in its last bit between identical runs.
     membership = pl.DataFrame(
-        [(str(query_id), str(name)) for query_id, names in slices.items()
-         for name in ([names] if isinstance(names, str) else names)],
-        schema={"query_id": pl.String, "slice": pl.String}, orient="row").unique()
+        [
+            (str(query_id), str(name))
+            for query_id, names in slices.items()
+            for name in ([names] if isinstance(names, str) else names)
+        ],
+        schema={"query_id": pl.String, "slice": pl.String},
+        orient="row",
+    ).unique()
     names = [metric.name for metric in metrics]
     joined = membership.join(per_query, on="query_id", how="inner").sort(["slice", "query_id"])
     out: dict[str, dict[str, Any]] = {}
     for name in sorted(membership["slice"].unique().to_list()):
         rows = joined.filter(pl.col("slice") == name)
-        out[name] = ({"queries": rows.height, "mean": {m: float(np.mean(rows[m].to_numpy())) for m in names}}
-                     if rows.height else {"queries": 0, "mean": {}})
+        out[name] = (
+            {"queries": rows.height, "mean": {m: float(np.mean(rows[m].to_numpy())) for m in names}}
+            if rows.height
+            else {"queries": 0, "mean": {}}
+        )
     return out

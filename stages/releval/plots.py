@@ -36,8 +36,12 @@ from releval import compare, stats
 from releval.errors import InputError
 
 PLOTS = ("ndcg_ci", "recall_curve", "quality_cost", "difference_hist")
-TEMPLATES = {"ndcg_ci": "interval_by_config", "recall_curve": "lines_by_config",
-             "quality_cost": "scatter_by_config", "difference_hist": "histogram_by_config"}
+TEMPLATES = {
+    "ndcg_ci": "interval_by_config",
+    "recall_curve": "lines_by_config",
+    "quality_cost": "scatter_by_config",
+    "difference_hist": "histogram_by_config",
+}
 VEGA_LITE_SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"
 # The JavaScript inlined into dvc_plots/offline.html (npm packages; see dvc_plots/README.md).
 VENDORED = {"vega": "5.33.1", "vega-lite": "5.23.0", "vega-embed": "6.29.0"}
@@ -46,6 +50,7 @@ PLACEHOLDERS = ("{plot_divs}", "{refresh_tag}")
 
 # --------------------------------------------------------------------------- data tables
 
+
 def _finite(value: Any) -> float | None:
     if value is None:
         return None
@@ -53,8 +58,14 @@ def _finite(value: Any) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def interval_table(per_query: pl.DataFrame, metric: str, configs: Sequence[str] | None = None,
-                   n_resamples: int = 10_000, seed: int = 0, confidence: float = 0.95) -> list[dict[str, Any]]:
+def interval_table(
+    per_query: pl.DataFrame,
+    metric: str,
+    configs: Sequence[str] | None = None,
+    n_resamples: int = 10_000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> list[dict[str, Any]]:
     """Mean of ``metric`` per configuration with a percentile bootstrap interval over queries.
 
     Every configuration sees the same resampled query sets (paired); configurations scored on
@@ -66,14 +77,25 @@ def interval_table(per_query: pl.DataFrame, metric: str, configs: Sequence[str] 
         low, high = stats.percentile_interval(stats.bootstrap_means(matrix, n_resamples, seed), confidence)
     else:  # one query says nothing about variability
         low, high = np.full(len(configs), -np.inf), np.full(len(configs), np.inf)
-    rows = [{"config_id": c, "metric": metric, "mean": float(means[i]), "low": _finite(low[i]),
-             "high": _finite(high[i]), "queries": len(query_ids), "confidence": confidence,
-             "resamples": int(n_resamples)} for i, c in enumerate(configs)]
+    rows = [
+        {
+            "config_id": c,
+            "metric": metric,
+            "mean": float(means[i]),
+            "low": _finite(low[i]),
+            "high": _finite(high[i]),
+            "queries": len(query_ids),
+            "confidence": confidence,
+            "resamples": int(n_resamples),
+        }
+        for i, c in enumerate(configs)
+    ]
     return sorted(rows, key=lambda r: (-r["mean"], r["config_id"]))
 
 
-def recall_curve_table(doc_runs: Mapping[str, pl.DataFrame], qrels: pl.DataFrame, contract,
-                       max_k: int = 100) -> list[dict[str, Any]]:
+def recall_curve_table(
+    doc_runs: Mapping[str, pl.DataFrame], qrels: pl.DataFrame, contract, max_k: int = 100
+) -> list[dict[str, Any]]:
     """recall@k, k = 1..max_k, per configuration, scored by the metric engine under ``contract``.
 
     ``doc_runs``: config_id -> document-level run (query_id, doc_id, score), already restricted
@@ -87,8 +109,10 @@ def recall_curve_table(doc_runs: Mapping[str, pl.DataFrame], qrels: pl.DataFrame
     rows = []
     for config_id in sorted(doc_runs):
         evaluation = evaluate(qrels, doc_runs[config_id].select("query_id", "doc_id", "score"), names, contract)
-        rows += [{"config_id": config_id, "k": k, "recall": float(evaluation.mean[name])}
-                 for k, name in enumerate(names, start=1)]
+        rows += [
+            {"config_id": config_id, "k": k, "recall": float(evaluation.mean[name])}
+            for k, name in enumerate(names, start=1)
+        ]
     return rows
 
 
@@ -100,15 +124,22 @@ def quality_cost_table(configs: Mapping[str, Mapping[str, Any]], metric: str) ->
             raise InputError(f"{config_id} has no {metric}", file="reports/metrics.json", field=metric)
         ops = row.get("ops") or {}
         index_bytes = ops.get("index_bytes")
-        rows.append({"config_id": config_id, "metric": metric, "quality": float(row[metric]),
-                     "index_mb": None if index_bytes is None else round(index_bytes / 1e6, 6),
-                     "chunks_per_s": _finite(ops.get("chunks_per_s")),
-                     "latency_ms_p95": _finite(ops.get("latency_ms_p95"))})
+        rows.append(
+            {
+                "config_id": config_id,
+                "metric": metric,
+                "quality": float(row[metric]),
+                "index_mb": None if index_bytes is None else round(index_bytes / 1e6, 6),
+                "chunks_per_s": _finite(ops.get("chunks_per_s")),
+                "latency_ms_p95": _finite(ops.get("latency_ms_p95")),
+            }
+        )
     return rows
 
 
-def difference_table(per_query: pl.DataFrame, baseline: str, metric: str,
-                     configs: Sequence[str] | None = None) -> list[dict[str, Any]]:
+def difference_table(
+    per_query: pl.DataFrame, baseline: str, metric: str, configs: Sequence[str] | None = None
+) -> list[dict[str, Any]]:
     """Per-query ``candidate − baseline`` differences of ``metric`` for every other configuration."""
     query_ids, configs, matrix = compare.score_matrix(per_query, metric, configs)
     if baseline not in configs:
@@ -119,12 +150,15 @@ def difference_table(per_query: pl.DataFrame, baseline: str, metric: str,
         if i == b:
             continue
         diff = matrix[:, i] - matrix[:, b]
-        rows += [{"config_id": config_id, "baseline": baseline, "query_id": q, "metric": metric,
-                  "difference": float(d)} for q, d in zip(query_ids, diff)]
+        rows += [
+            {"config_id": config_id, "baseline": baseline, "query_id": q, "metric": metric, "difference": float(d)}
+            for q, d in zip(query_ids, diff)
+        ]
     return rows
 
 
 # --------------------------------------------------------------------------- Vega-Lite
+
 
 def _title(text: str) -> dict[str, Any]:
     return {"text": text, "anchor": "start"}
@@ -139,50 +173,88 @@ def vega_specs(tables: Mapping[str, list[dict[str, Any]]], metric: str, baseline
         order = [r["config_id"] for r in rows]
         y = {"field": "config_id", "type": "nominal", "sort": order, "title": None}
         specs["ndcg_ci"] = {
-            "$schema": VEGA_LITE_SCHEMA, "title": _title(f"{metric} per configuration, {confidence} bootstrap CI"),
-            "data": {"values": rows}, "width": 420,
+            "$schema": VEGA_LITE_SCHEMA,
+            "title": _title(f"{metric} per configuration, {confidence} bootstrap CI"),
+            "data": {"values": rows},
+            "width": 420,
             "layer": [
-                {"mark": {"type": "rule", "strokeWidth": 2},
-                 "encoding": {"y": y, "x": {"field": "low", "type": "quantitative", "title": metric,
-                                            "scale": {"zero": False}}, "x2": {"field": "high"}}},
-                {"mark": {"type": "point", "filled": True, "size": 70},
-                 "encoding": {"y": y, "x": {"field": "mean", "type": "quantitative"},
-                              "tooltip": [{"field": f} for f in ("config_id", "mean", "low", "high", "queries")]}},
-            ]}
+                {
+                    "mark": {"type": "rule", "strokeWidth": 2},
+                    "encoding": {
+                        "y": y,
+                        "x": {"field": "low", "type": "quantitative", "title": metric, "scale": {"zero": False}},
+                        "x2": {"field": "high"},
+                    },
+                },
+                {
+                    "mark": {"type": "point", "filled": True, "size": 70},
+                    "encoding": {
+                        "y": y,
+                        "x": {"field": "mean", "type": "quantitative"},
+                        "tooltip": [{"field": f} for f in ("config_id", "mean", "low", "high", "queries")],
+                    },
+                },
+            ],
+        }
     if "recall_curve" in tables:
         specs["recall_curve"] = {
-            "$schema": VEGA_LITE_SCHEMA, "title": _title("recall@k per configuration"),
-            "data": {"values": tables["recall_curve"]}, "width": 420, "height": 280,
+            "$schema": VEGA_LITE_SCHEMA,
+            "title": _title("recall@k per configuration"),
+            "data": {"values": tables["recall_curve"]},
+            "width": 420,
+            "height": 280,
             "mark": {"type": "line"},
-            "encoding": {"x": {"field": "k", "type": "quantitative", "title": "k (documents)"},
-                         "y": {"field": "recall", "type": "quantitative", "title": "recall@k",
-                               "scale": {"domain": [0, 1]}},
-                         "color": {"field": "config_id", "type": "nominal", "title": "configuration"},
-                         "tooltip": [{"field": "config_id"}, {"field": "k"}, {"field": "recall"}]}}
+            "encoding": {
+                "x": {"field": "k", "type": "quantitative", "title": "k (documents)"},
+                "y": {"field": "recall", "type": "quantitative", "title": "recall@k", "scale": {"domain": [0, 1]}},
+                "color": {"field": "config_id", "type": "nominal", "title": "configuration"},
+                "tooltip": [{"field": "config_id"}, {"field": "k"}, {"field": "recall"}],
+            },
+        }
     if "quality_cost" in tables:
         values = tables["quality_cost"]
 
         def panel(x: str, title: str) -> dict[str, Any]:
-            return {"mark": {"type": "point", "filled": True, "size": 80},
-                    "transform": [{"filter": f"isValid(datum['{x}'])"}], "width": 260, "height": 220,
-                    "encoding": {"x": {"field": x, "type": "quantitative", "title": title},
-                                 "y": {"field": "quality", "type": "quantitative", "title": metric,
-                                       "scale": {"zero": False}},
-                                 "color": {"field": "config_id", "type": "nominal", "title": "configuration"},
-                                 "tooltip": [{"field": f} for f in ("config_id", "quality", x)]}}
-        specs["quality_cost"] = {"$schema": VEGA_LITE_SCHEMA, "title": _title(f"{metric} against cost"),
-                                 "data": {"values": values},
-                                 "hconcat": [panel("index_mb", "index size (MB)"),
-                                             panel("chunks_per_s", "encoding throughput (chunks/s)")]}
+            return {
+                "mark": {"type": "point", "filled": True, "size": 80},
+                "transform": [{"filter": f"isValid(datum['{x}'])"}],
+                "width": 260,
+                "height": 220,
+                "encoding": {
+                    "x": {"field": x, "type": "quantitative", "title": title},
+                    "y": {"field": "quality", "type": "quantitative", "title": metric, "scale": {"zero": False}},
+                    "color": {"field": "config_id", "type": "nominal", "title": "configuration"},
+                    "tooltip": [{"field": f} for f in ("config_id", "quality", x)],
+                },
+            }
+
+        specs["quality_cost"] = {
+            "$schema": VEGA_LITE_SCHEMA,
+            "title": _title(f"{metric} against cost"),
+            "data": {"values": values},
+            "hconcat": [panel("index_mb", "index size (MB)"), panel("chunks_per_s", "encoding throughput (chunks/s)")],
+        }
     if "difference_hist" in tables:
         specs["difference_hist"] = {
-            "$schema": VEGA_LITE_SCHEMA, "title": _title(f"per-query {metric} difference, candidate − {baseline}"),
+            "$schema": VEGA_LITE_SCHEMA,
+            "title": _title(f"per-query {metric} difference, candidate − {baseline}"),
             "data": {"values": tables["difference_hist"]},
             "facet": {"row": {"field": "config_id", "type": "nominal", "title": None}},
-            "spec": {"width": 420, "height": 90, "mark": {"type": "bar"},
-                     "encoding": {"x": {"field": "difference", "type": "quantitative", "bin": {"maxbins": 30},
-                                        "title": f"{metric} difference"},
-                                  "y": {"aggregate": "count", "type": "quantitative", "title": "queries"}}}}
+            "spec": {
+                "width": 420,
+                "height": 90,
+                "mark": {"type": "bar"},
+                "encoding": {
+                    "x": {
+                        "field": "difference",
+                        "type": "quantitative",
+                        "bin": {"maxbins": 30},
+                        "title": f"{metric} difference",
+                    },
+                    "y": {"aggregate": "count", "type": "quantitative", "title": "queries"},
+                },
+            },
+        }
     return specs
 
 
@@ -200,59 +272,133 @@ def dvc_templates() -> dict[str, dict[str, Any]]:
     y = {"field": "<DVC_METRIC_Y>", "title": "<DVC_METRIC_Y_LABEL>"}
     return {
         "interval_by_config": {
-            "$schema": VEGA_LITE_SCHEMA, "data": data, "title": title, "width": 420,
+            "$schema": VEGA_LITE_SCHEMA,
+            "data": data,
+            "title": title,
+            "width": 420,
             "layer": [
-                {"mark": {"type": "rule", "strokeWidth": 2},
-                 "encoding": {"y": {**x, "type": "nominal"}, "yOffset": {"field": "rev"},
-                              "x": {"field": "low", "type": "quantitative", "title": "<DVC_METRIC_Y_LABEL>",
-                                    "scale": {"zero": False}}, "x2": {"field": "high"},
-                              "color": {"field": "rev", "type": "nominal"}}},
-                {"mark": {"type": "point", "filled": True, "size": 70},
-                 "encoding": {"y": {**x, "type": "nominal"}, "yOffset": {"field": "rev"},
-                              "x": {**y, "type": "quantitative"}, "color": {"field": "rev", "type": "nominal"},
-                              "tooltip": [{"field": "config_id"}, {"field": "rev"}, {"field": "mean"},
-                                          {"field": "low"}, {"field": "high"}]}}]},
+                {
+                    "mark": {"type": "rule", "strokeWidth": 2},
+                    "encoding": {
+                        "y": {**x, "type": "nominal"},
+                        "yOffset": {"field": "rev"},
+                        "x": {
+                            "field": "low",
+                            "type": "quantitative",
+                            "title": "<DVC_METRIC_Y_LABEL>",
+                            "scale": {"zero": False},
+                        },
+                        "x2": {"field": "high"},
+                        "color": {"field": "rev", "type": "nominal"},
+                    },
+                },
+                {
+                    "mark": {"type": "point", "filled": True, "size": 70},
+                    "encoding": {
+                        "y": {**x, "type": "nominal"},
+                        "yOffset": {"field": "rev"},
+                        "x": {**y, "type": "quantitative"},
+                        "color": {"field": "rev", "type": "nominal"},
+                        "tooltip": [
+                            {"field": "config_id"},
+                            {"field": "rev"},
+                            {"field": "mean"},
+                            {"field": "low"},
+                            {"field": "high"},
+                        ],
+                    },
+                },
+            ],
+        },
         "lines_by_config": {
-            "$schema": VEGA_LITE_SCHEMA, "data": data, "title": title, "width": 420, "height": 280,
+            "$schema": VEGA_LITE_SCHEMA,
+            "data": data,
+            "title": title,
+            "width": 420,
+            "height": 280,
             "mark": {"type": "line"},
-            "encoding": {"x": {**x, "type": "quantitative"}, "y": {**y, "type": "quantitative"},
-                         "color": {"field": "config_id", "type": "nominal", "title": "configuration"},
-                         "strokeDash": {"field": "rev", "type": "nominal"},
-                         "tooltip": [{"field": "config_id"}, {"field": "rev"}, {"field": "<DVC_METRIC_X>"},
-                                     {"field": "<DVC_METRIC_Y>"}]}},
+            "encoding": {
+                "x": {**x, "type": "quantitative"},
+                "y": {**y, "type": "quantitative"},
+                "color": {"field": "config_id", "type": "nominal", "title": "configuration"},
+                "strokeDash": {"field": "rev", "type": "nominal"},
+                "tooltip": [
+                    {"field": "config_id"},
+                    {"field": "rev"},
+                    {"field": "<DVC_METRIC_X>"},
+                    {"field": "<DVC_METRIC_Y>"},
+                ],
+            },
+        },
         "scatter_by_config": {
-            "$schema": VEGA_LITE_SCHEMA, "data": data, "title": title, "width": 420, "height": 280,
+            "$schema": VEGA_LITE_SCHEMA,
+            "data": data,
+            "title": title,
+            "width": 420,
+            "height": 280,
             "mark": {"type": "point", "filled": True, "size": 80},
-            "encoding": {"x": {**x, "type": "quantitative"},
-                         "y": {**y, "type": "quantitative", "scale": {"zero": False}},
-                         "color": {"field": "config_id", "type": "nominal", "title": "configuration"},
-                         "shape": {"field": "rev", "type": "nominal"},
-                         "tooltip": [{"field": "config_id"}, {"field": "rev"}, {"field": "<DVC_METRIC_X>"},
-                                     {"field": "<DVC_METRIC_Y>"}]}},
+            "encoding": {
+                "x": {**x, "type": "quantitative"},
+                "y": {**y, "type": "quantitative", "scale": {"zero": False}},
+                "color": {"field": "config_id", "type": "nominal", "title": "configuration"},
+                "shape": {"field": "rev", "type": "nominal"},
+                "tooltip": [
+                    {"field": "config_id"},
+                    {"field": "rev"},
+                    {"field": "<DVC_METRIC_X>"},
+                    {"field": "<DVC_METRIC_Y>"},
+                ],
+            },
+        },
         "histogram_by_config": {
-            "$schema": VEGA_LITE_SCHEMA, "data": data, "title": title,
+            "$schema": VEGA_LITE_SCHEMA,
+            "data": data,
+            "title": title,
             "facet": {"row": {"field": "config_id", "type": "nominal", "title": None}},
-            "spec": {"width": 420, "height": 90, "mark": {"type": "bar", "opacity": 0.7},
-                     "encoding": {"x": {**x, "type": "quantitative", "bin": {"maxbins": 30}},
-                                  "y": {"aggregate": "count", "type": "quantitative", "title": "queries"},
-                                  "color": {"field": "rev", "type": "nominal"}}}},
+            "spec": {
+                "width": 420,
+                "height": 90,
+                "mark": {"type": "bar", "opacity": 0.7},
+                "encoding": {
+                    "x": {**x, "type": "quantitative", "bin": {"maxbins": 30}},
+                    "y": {"aggregate": "count", "type": "quantitative", "title": "queries"},
+                    "color": {"field": "rev", "type": "nominal"},
+                },
+            },
+        },
     }
 
 
 def dvc_plot_definitions(plots_dir: str = "reports/plots", templates_dir: str = "dvc_plots/templates") -> list[dict]:
     """The top-level ``plots:`` entries of dvc.yaml for the four data files."""
-    spec = {"ndcg_ci": ("config_id", "mean", "configuration", "primary metric",
-                        "primary metric per configuration, 95% bootstrap CI"),
-            "recall_curve": ("k", "recall", "k (documents)", "recall@k", "recall@k per configuration"),
-            "quality_cost": ("index_mb", "quality", "index size (MB)", "primary metric",
-                             "quality against index size"),
-            "difference_hist": ("difference", "difference", "candidate − baseline", None,
-                                "per-query difference against the baseline")}
+    spec = {
+        "ndcg_ci": (
+            "config_id",
+            "mean",
+            "configuration",
+            "primary metric",
+            "primary metric per configuration, 95% bootstrap CI",
+        ),
+        "recall_curve": ("k", "recall", "k (documents)", "recall@k", "recall@k per configuration"),
+        "quality_cost": ("index_mb", "quality", "index size (MB)", "primary metric", "quality against index size"),
+        "difference_hist": (
+            "difference",
+            "difference",
+            "candidate − baseline",
+            None,
+            "per-query difference against the baseline",
+        ),
+    }
     out = []
     for name in PLOTS:
         x, y, x_label, y_label, title = spec[name]
-        entry = {"template": f"{templates_dir}/{TEMPLATES[name]}.json", "x": x,
-                 "y": {f"{plots_dir}/{name}.json": y}, "title": title, "x_label": x_label}
+        entry = {
+            "template": f"{templates_dir}/{TEMPLATES[name]}.json",
+            "x": x,
+            "y": {f"{plots_dir}/{name}.json": y},
+            "title": title,
+            "x_label": x_label,
+        }
         if y_label:
             entry["y_label"] = y_label
         out.append({name: entry})
@@ -260,6 +406,7 @@ def dvc_plot_definitions(plots_dir: str = "reports/plots", templates_dir: str = 
 
 
 # --------------------------------------------------------------------------- PNG (matplotlib)
+
 
 def _figure(width: float, height: float):
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -317,15 +464,21 @@ def render_png(name: str, rows: list[dict[str, Any]], metric: str, baseline: str
     elif name == "quality_cost":
         figure = _figure(10, 4.2)
         palette = _palette(sorted({r["config_id"] for r in rows}))
-        for i, (field, label) in enumerate((("index_mb", "index size (MB)"),
-                                            ("chunks_per_s", "encoding throughput (chunks/s)"))):
+        for i, (field, label) in enumerate(
+            (("index_mb", "index size (MB)"), ("chunks_per_s", "encoding throughput (chunks/s)"))
+        ):
             ax = figure.add_subplot(1, 2, i + 1)
             for row in rows:
                 if row.get(field) is None:
                     continue
                 ax.scatter([row[field]], [row["quality"]], s=40, color=palette[row["config_id"]])
-                ax.annotate(row["config_id"], (row[field], row["quality"]), fontsize=7,
-                            xytext=(4, 3), textcoords="offset points")
+                ax.annotate(
+                    row["config_id"],
+                    (row[field], row["quality"]),
+                    fontsize=7,
+                    xytext=(4, 3),
+                    textcoords="offset points",
+                )
             ax.set_xlabel(label)
             ax.set_ylabel(metric)
             ax.grid(alpha=0.3)
@@ -353,6 +506,7 @@ def render_png(name: str, rows: list[dict[str, Any]], metric: str, baseline: str
 
 # --------------------------------------------------------------------------- offline HTML
 
+
 def offline_template(scripts: Mapping[str, str], versions: Mapping[str, str] = VENDORED) -> str:
     """The HTML template for `dvc plots show --html-template`: Vega inlined, no network.
 
@@ -368,11 +522,15 @@ def offline_template(scripts: Mapping[str, str], versions: Mapping[str, str] = V
         code = "\n".join(line for line in scripts[name].splitlines() if not line.startswith("//# sourceMappingURL="))
         if "</script" in code.lower() or any(p in code for p in (*PLACEHOLDERS, "{scripts}")):
             raise InputError("cannot be inlined (holds </script> or a template placeholder)", field=name)
-        blocks.append(f"<script type=\"text/javascript\">/* {name} {versions[name]} (BSD-3-Clause) */\n{code}\n</script>")
-    return ("<!DOCTYPE html>\n<html>\n<head>\n<meta charset=\"utf-8\">\n{refresh_tag}\n"
-            "<title>DVC Plot (offline)</title>\n" + "\n".join(blocks) + "\n"
-            "<style>body { font-family: sans-serif; } table { border-spacing: 15px; }</style>\n"
-            "</head>\n<body>\n{plot_divs}\n</body>\n</html>\n")
+        blocks.append(
+            f"<script type=\"text/javascript\">/* {name} {versions[name]} (BSD-3-Clause) */\n{code}\n</script>"
+        )
+    return (
+        "<!DOCTYPE html>\n<html>\n<head>\n<meta charset=\"utf-8\">\n{refresh_tag}\n"
+        "<title>DVC Plot (offline)</title>\n" + "\n".join(blocks) + "\n"
+        "<style>body { font-family: sans-serif; } table { border-spacing: 15px; }</style>\n"
+        "</head>\n<body>\n{plot_divs}\n</body>\n</html>\n"
+    )
 
 
 def check_offline_template(text: str) -> list[str]:
@@ -394,12 +552,20 @@ def check_offline_template(text: str) -> list[str]:
 def plot_div(element_id: str, spec: Mapping[str, Any]) -> str:
     """The element DVC's Vega renderer writes for a plot (same markup, so pages look alike)."""
     payload = json.dumps(spec, allow_nan=False).replace("</", "<\\/")
-    return (f'<div id="{element_id}">\n<script type="text/javascript">\n'
-            f"var spec = {payload};\nvegaEmbed('#{element_id}', spec, {{actions: false, renderer: 'svg'}});\n</script>\n</div>")
+    return (
+        f'<div id="{element_id}">\n<script type="text/javascript">\n'
+        f"var spec = {payload};\n"
+        f"vegaEmbed('#{element_id}', spec, {{actions: false, renderer: 'svg'}});\n</script>\n</div>"
+    )
 
 
-def html_page(template: str, specs: Mapping[str, Mapping[str, Any]], title: str,
-              intro_html: str = "", images: Mapping[str, str] | None = None) -> str:
+def html_page(
+    template: str,
+    specs: Mapping[str, Mapping[str, Any]],
+    title: str,
+    intro_html: str = "",
+    images: Mapping[str, str] | None = None,
+) -> str:
     """The report page: the offline template with a heading and one Vega-Lite chart per plot."""
     problems = check_offline_template(template)
     if problems:

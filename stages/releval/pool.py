@@ -26,8 +26,6 @@ SNIPPET_CHARS = 300
 _INTEGER = re.compile(r"[+-]?\d+")
 
 
-
-
 def expand_runs(paths: Iterable[str]) -> list[Path]:
     """Run folders and run files named by ``paths``; a folder without runs is an error."""
     found: list[Path] = []
@@ -40,8 +38,11 @@ def expand_runs(paths: Iterable[str]) -> list[Path]:
             if not below:
                 raise InputError("no run folders (run.json + run.parquet) here or below", file=str(path), field="runs")
             found += below
-        elif path.name in ("run.parquet", "run.json") and (path.parent / "run.json").exists() \
-                and (path.parent / "run.parquet").exists():
+        elif (
+            path.name in ("run.parquet", "run.json")
+            and (path.parent / "run.json").exists()
+            and (path.parent / "run.parquet").exists()
+        ):
             found.append(path.parent)
         else:
             found.append(path)
@@ -53,13 +54,16 @@ def read_any_run(path: Path) -> pl.DataFrame:
     if path.is_dir():
         table, _ = runs.read_run(path)
         collapsed = scoring.document_run(table)
-        return (collapsed.sort(["query_id", "rank", "doc_id"])
-                .with_columns(pl.int_range(1, pl.len() + 1).over("query_id").cast(pl.Int64).alias("rank"))
-                .select("query_id", "doc_id", "rank"))
+        return (
+            collapsed.sort(["query_id", "rank", "doc_id"])
+            .with_columns(pl.int_range(1, pl.len() + 1).over("query_id").cast(pl.Int64).alias("rank"))
+            .select("query_id", "doc_id", "rank")
+        )
     table = trec.read_run(path)
     ranked = table.sort(["query_id", "score", "doc_id"], descending=[False, True, False])
-    return ranked.with_columns(pl.int_range(1, pl.len() + 1).over("query_id").cast(pl.Int64).alias("rank")) \
-        .select("query_id", "doc_id", "rank")
+    return ranked.with_columns(pl.int_range(1, pl.len() + 1).over("query_id").cast(pl.Int64).alias("rank")).select(
+        "query_id", "doc_id", "rank"
+    )
 
 
 def top_documents(run_table: pl.DataFrame, depth: int) -> pl.DataFrame:
@@ -87,11 +91,12 @@ def snippet(text: str, limit: int = SNIPPET_CHARS) -> str:
     if len(flat) <= limit:
         return flat
     cut = flat.rfind(" ", 0, limit)
-    return flat[:cut if cut > limit // 2 else limit].rstrip() + " …"
+    return flat[: cut if cut > limit // 2 else limit].rstrip() + " …"
 
 
-def build_pool(tops: list[pl.DataFrame], queries: pl.DataFrame, docs: pl.DataFrame,
-               judged: pl.DataFrame | None = None) -> tuple[pl.DataFrame, int]:
+def build_pool(
+    tops: list[pl.DataFrame], queries: pl.DataFrame, docs: pl.DataFrame, judged: pl.DataFrame | None = None
+) -> tuple[pl.DataFrame, int]:
     """The pool table (POOL_COLUMNS, sorted by query_id, doc_id) and how many judged pairs left out.
 
     Unknown query or document ids in the runs are errors (all of them listed).
@@ -104,25 +109,41 @@ def build_pool(tops: list[pl.DataFrame], queries: pl.DataFrame, docs: pl.DataFra
     unknown_queries = sorted(set(pairs["query_id"].to_list()) - set(queries["query_id"].to_list()))
     unknown_docs = sorted(set(pairs["doc_id"].to_list()) - set(docs["doc_id"].to_list()))
     for query_id in unknown_queries:
-        errors.append(InputError(f"a run retrieves for query {query_id!r}, which is not in the query file",
-                                 file="<runs>", field="query_id"))
+        errors.append(
+            InputError(
+                f"a run retrieves for query {query_id!r}, which is not in the query file",
+                file="<runs>",
+                field="query_id",
+            )
+        )
     for doc_id in unknown_docs:
-        errors.append(InputError(f"a run retrieves document {doc_id!r}, which is not in the corpus",
-                                 file="<runs>", field="doc_id"))
+        errors.append(
+            InputError(
+                f"a run retrieves document {doc_id!r}, which is not in the corpus", file="<runs>", field="doc_id"
+            )
+        )
     raise_all(errors)
     before = pairs.height
     if judged is not None and judged.height:
         pairs = pairs.join(judged.select("query_id", "doc_id").unique(), on=["query_id", "doc_id"], how="anti")
     left_out = before - pairs.height
-    table = (pairs.join(queries.select("query_id", pl.col("text").alias("query")), on="query_id", how="left")
-             .join(docs.select("doc_id", "title", pl.col("text").map_elements(snippet, return_dtype=pl.Utf8)
-                               .alias("snippet")), on="doc_id", how="left")
-             .with_columns(pl.col("title").map_elements(lambda t: " ".join(t.split()), return_dtype=pl.Utf8),
-                           pl.col("query").map_elements(lambda t: " ".join(t.split()), return_dtype=pl.Utf8),
-                           pl.lit(None, dtype=pl.Int64).alias("grade"), pl.lit("").alias("annotator"),
-                           pl.lit("").alias("notes"))
-             .select(POOL_COLUMNS)
-             .sort("query_id", "doc_id"))
+    table = (
+        pairs.join(queries.select("query_id", pl.col("text").alias("query")), on="query_id", how="left")
+        .join(
+            docs.select("doc_id", "title", pl.col("text").map_elements(snippet, return_dtype=pl.Utf8).alias("snippet")),
+            on="doc_id",
+            how="left",
+        )
+        .with_columns(
+            pl.col("title").map_elements(lambda t: " ".join(t.split()), return_dtype=pl.Utf8),
+            pl.col("query").map_elements(lambda t: " ".join(t.split()), return_dtype=pl.Utf8),
+            pl.lit(None, dtype=pl.Int64).alias("grade"),
+            pl.lit("").alias("annotator"),
+            pl.lit("").alias("notes"),
+        )
+        .select(POOL_COLUMNS)
+        .sort("query_id", "doc_id")
+    )
     return table, left_out
 
 
@@ -130,8 +151,10 @@ def write_pool(out: Path, table: pl.DataFrame) -> None:
     if out.suffix.lower() == ".jsonl":
         import json
 
-        text = "".join(json.dumps({c: row[c] for c in POOL_COLUMNS}, ensure_ascii=False) + "\n"
-                       for row in table.iter_rows(named=True))
+        text = "".join(
+            json.dumps({c: row[c] for c in POOL_COLUMNS}, ensure_ascii=False) + "\n"
+            for row in table.iter_rows(named=True)
+        )
         io.write_text(out, text)
         return
     buffer = _io.StringIO()
@@ -143,6 +166,7 @@ def write_pool(out: Path, table: pl.DataFrame) -> None:
 
 
 # --------------------------------------------------------------------------- reading a filled pool
+
 
 def read_filled_pool(path: str | Path, annotator: str | None) -> tuple[list[Record], int, list[InputError]]:
     """Graded rows of a filled pool as judgment records (with the pool file's line numbers).
@@ -170,8 +194,14 @@ def read_filled_pool(path: str | Path, annotator: str | None) -> tuple[list[Reco
         named = row.get("annotator")
         named = named.strip() if isinstance(named, str) else named
         if named and annotator and named != annotator:
-            errors.append(InputError(f"the row names annotator {named!r}, but --annotator is {annotator!r}",
-                                     file=str(path), line=line, field="annotator"))
+            errors.append(
+                InputError(
+                    f"the row names annotator {named!r}, but --annotator is {annotator!r}",
+                    file=str(path),
+                    line=line,
+                    field="annotator",
+                )
+            )
         if named or annotator:
             values["annotator"] = named or annotator  # left out when neither: reported as missing
         notes = row.get("notes")
@@ -203,8 +233,9 @@ def _csv_rows(path: Path, errors: list[InputError]) -> list[tuple[int, dict[str,
     header = [h.strip() for h in header]
     for required in ("query_id", "doc_id", "grade"):
         if required not in header:
-            errors.append(InputError(f"missing column (header: {', '.join(header)})", file=source, line=1,
-                                     field=required))
+            errors.append(
+                InputError(f"missing column (header: {', '.join(header)})", file=source, line=1, field=required)
+            )
     if errors:
         return []
     rows = []
@@ -216,8 +247,11 @@ def _csv_rows(path: Path, errors: list[InputError]) -> list[tuple[int, dict[str,
             if not any(cell.strip() for cell in cells):
                 continue
             if len(cells) != len(header):
-                errors.append(InputError(f"expected {len(header)} columns, found {len(cells)}", file=source,
-                                         line=line, field="row"))
+                errors.append(
+                    InputError(
+                        f"expected {len(header)} columns, found {len(cells)}", file=source, line=line, field="row"
+                    )
+                )
                 continue
             rows.append((line, dict(zip(header, cells))))
     except csv.Error as exc:

@@ -69,14 +69,70 @@ from typing import Any, Iterable
 # decimal's C/pure-Python split); modules with import side effects (this, antigravity); and
 # socket/signal, whose member lists are kernel-header constants of the build machine.
 MODULES: tuple[str, ...] = (
-    "abc", "argparse", "array", "ast", "asyncio", "base64", "bisect", "calendar", "collections",
-    "collections.abc", "contextlib", "copy", "csv", "dataclasses", "datetime", "difflib", "enum",
-    "fnmatch", "fractions", "functools", "glob", "gzip", "hashlib", "heapq", "hmac", "html",
-    "http", "http.client", "inspect", "io", "itertools", "json", "logging", "math", "operator",
-    "os", "pathlib", "pickle", "pprint", "queue", "random", "re", "secrets", "shlex", "shutil",
-    "statistics", "string", "struct", "subprocess", "sys", "tempfile", "textwrap", "threading",
-    "time", "timeit", "traceback", "typing", "unittest", "urllib.parse", "urllib.request",
-    "uuid", "warnings", "weakref", "zipfile",
+    "abc",
+    "argparse",
+    "array",
+    "ast",
+    "asyncio",
+    "base64",
+    "bisect",
+    "calendar",
+    "collections",
+    "collections.abc",
+    "contextlib",
+    "copy",
+    "csv",
+    "dataclasses",
+    "datetime",
+    "difflib",
+    "enum",
+    "fnmatch",
+    "fractions",
+    "functools",
+    "glob",
+    "gzip",
+    "hashlib",
+    "heapq",
+    "hmac",
+    "html",
+    "http",
+    "http.client",
+    "inspect",
+    "io",
+    "itertools",
+    "json",
+    "logging",
+    "math",
+    "operator",
+    "os",
+    "pathlib",
+    "pickle",
+    "pprint",
+    "queue",
+    "random",
+    "re",
+    "secrets",
+    "shlex",
+    "shutil",
+    "statistics",
+    "string",
+    "struct",
+    "subprocess",
+    "sys",
+    "tempfile",
+    "textwrap",
+    "threading",
+    "time",
+    "timeit",
+    "traceback",
+    "typing",
+    "unittest",
+    "urllib.parse",
+    "urllib.request",
+    "uuid",
+    "warnings",
+    "weakref",
+    "zipfile",
 )
 
 TOPIC_CHAR_CAP = 9_000
@@ -88,10 +144,17 @@ MANIFEST_NAME = "MANIFEST.json"
 LICENSE_NAME = "LICENSE"
 NOTICE_NAME = "NOTICE"
 
-_WORKER_ENV = {"PYTHONHASHSEED": "0", "TZ": "UTC", "LC_ALL": "C.UTF-8", "LANG": "C.UTF-8",
-               "PYTHONIOENCODING": "utf-8"}
-_DROPPED_ENV = ("PYTHONDOCS", "PYTHONSTARTUP", "PYTHONWARNINGS", "PYTHONDEVMODE", "PYTHONOPTIMIZE",
-                "PYTHONUTF8", "COLUMNS", "LINES")
+_WORKER_ENV = {"PYTHONHASHSEED": "0", "TZ": "UTC", "LC_ALL": "C.UTF-8", "LANG": "C.UTF-8", "PYTHONIOENCODING": "utf-8"}
+_DROPPED_ENV = (
+    "PYTHONDOCS",
+    "PYTHONSTARTUP",
+    "PYTHONWARNINGS",
+    "PYTHONDEVMODE",
+    "PYTHONOPTIMIZE",
+    "PYTHONUTF8",
+    "COLUMNS",
+    "LINES",
+)
 
 _SECTION = re.compile(r"[A-Z][A-Z ]*[A-Z]")
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
@@ -105,11 +168,21 @@ _DROPPED_SECTIONS = ("MODULE REFERENCE", "FILE")
 
 # --------------------------------------------------------------------------- text cleaning
 
+
 def machine_markers() -> list[str]:
     """Strings whose presence marks a line as machine-specific (paths of this interpreter)."""
-    candidates = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
-                  sysconfig.get_path("stdlib"), sysconfig.get_path("purelib"), os.getcwd(),
-                  os.path.expanduser("~"), "site-packages", "dist-packages"}
+    candidates = {
+        sys.prefix,
+        sys.base_prefix,
+        sys.exec_prefix,
+        sys.base_exec_prefix,
+        sysconfig.get_path("stdlib"),
+        sysconfig.get_path("purelib"),
+        os.getcwd(),
+        os.path.expanduser("~"),
+        "site-packages",
+        "dist-packages",
+    }
     return sorted(c for c in candidates if c and c not in ("/", ".") and len(c) > 1)
 
 
@@ -214,6 +287,7 @@ def _squeeze_blank_lines(text: str) -> str:
 
 # --------------------------------------------------------------------------- titles and cuts
 
+
 def module_title(name: str, text: str) -> str:
     """The NAME section's line, e.g. ``json - JSON (JavaScript Object Notation) ...``."""
     for header, body in _split_sections(text):
@@ -237,8 +311,12 @@ def _topic_boundaries(text: str) -> list[tuple[int, int, str]]:
     offset = 0
     lines = text.split("\n")
     for i, line in enumerate(lines):
-        if i + 1 < len(lines) and line.strip() and _UNDERLINE.fullmatch(lines[i + 1].strip()) \
-                and len(lines[i + 1].strip()) >= len(line.strip()) - 1:
+        if (
+            i + 1 < len(lines)
+            and line.strip()
+            and _UNDERLINE.fullmatch(lines[i + 1].strip())
+            and len(lines[i + 1].strip()) >= len(line.strip()) - 1
+        ):
             found.append((offset, 0, line.strip()))
         elif not line.strip():
             found.append((offset, 2, ""))
@@ -274,12 +352,12 @@ def cut(text: str, cap: int, boundaries: list[tuple[int, int, str]]) -> tuple[st
     position, kind = _cut_position(text, cap, boundaries, levels=(0, 1, 2))
     kept = text[:position].rstrip()
     omitted = [name for offset, level, name in boundaries if level == 0 and offset >= position]
-    return kept, {"chars_original": len(text), "chars_kept": len(kept), "cut_at": kind,
-                  "headings_omitted": omitted}
+    return kept, {"chars_original": len(text), "chars_kept": len(kept), "cut_at": kind, "headings_omitted": omitted}
 
 
-def _cut_position(text: str, cap: int, boundaries: list[tuple[int, int, str]],
-                  levels: tuple[int, ...]) -> tuple[int, str]:
+def _cut_position(
+    text: str, cap: int, boundaries: list[tuple[int, int, str]], levels: tuple[int, ...]
+) -> tuple[int, str]:
     kinds = {0: "section", 1: "entry", 2: "paragraph"}
     for level in levels:
         candidates = [b[0] for b in boundaries if b[1] <= level and cap // 2 <= b[0] <= cap]
@@ -294,7 +372,7 @@ def _cap_data(body: str) -> str:
     if len(body) <= DATA_CHAR_CAP:
         return body
     position = body.rfind("\n", 0, DATA_CHAR_CAP + 1)
-    return body[:position if position > 0 else DATA_CHAR_CAP].rstrip()
+    return body[: position if position > 0 else DATA_CHAR_CAP].rstrip()
 
 
 def fair_shares(sizes: list[int], budget: int) -> list[int]:
@@ -337,8 +415,7 @@ def cut_module(text: str, cap: int) -> tuple[str, dict[str, Any] | None]:
         if header in precut:
             cuts[header] = {"chars_original": precut[header], "chars_kept": len(body), "cut_at": "line"}
         if len(body) > share:
-            position, kind = _cut_position(body, share, _module_boundaries("\n" + body, shift=-1),
-                                           levels=(1, 2))
+            position, kind = _cut_position(body, share, _module_boundaries("\n" + body, shift=-1), levels=(1, 2))
             kept = body[:position].rstrip()
             cuts[header or "(top)"] = {"chars_original": len(body), "chars_kept": len(kept), "cut_at": kind}
             body = kept
@@ -348,6 +425,7 @@ def cut_module(text: str, cap: int) -> tuple[str, dict[str, Any] | None]:
 
 
 # --------------------------------------------------------------------------- building
+
 
 def render_module(name: str) -> tuple[str | None, str | None]:
     """pydoc's plain text for module ``name``, or ``(None, reason)`` when it cannot be imported."""
@@ -367,8 +445,9 @@ def _render(module) -> str:
     return pydoc.render_doc(module, renderer=pydoc.plaintext)
 
 
-def build_documents(modules: Iterable[str] = MODULES, *, topic_cap: int = TOPIC_CHAR_CAP,
-                    module_cap: int = MODULE_CHAR_CAP) -> tuple[list[dict[str, str]], dict[str, Any]]:
+def build_documents(
+    modules: Iterable[str] = MODULES, *, topic_cap: int = TOPIC_CHAR_CAP, module_cap: int = MODULE_CHAR_CAP
+) -> tuple[list[dict[str, str]], dict[str, Any]]:
     """All documents, sorted by id, and the facts for the manifest (skips, cuts, removals)."""
     from pydoc_data.topics import topics
 
@@ -403,9 +482,14 @@ def build_documents(modules: Iterable[str] = MODULES, *, topic_cap: int = TOPIC_
         documents.append({"_id": doc_id, "title": title, "text": text})
         included.append(name)
     documents.sort(key=lambda d: d["_id"])
-    facts = {"modules": included, "modules_skipped": skipped, "truncated": truncated,
-             "removed": dict(sorted(removals.items())), "topics": len(topics),
-             "caps": {"topic_chars": topic_cap, "module_chars": module_cap}}
+    facts = {
+        "modules": included,
+        "modules_skipped": skipped,
+        "truncated": truncated,
+        "removed": dict(sorted(removals.items())),
+        "topics": len(topics),
+        "caps": {"topic_chars": topic_cap, "module_chars": module_cap},
+    }
     return documents, facts
 
 
@@ -436,8 +520,12 @@ def count_tokens(documents: list[dict[str, str]]) -> dict[str, int] | None:
     per_kind = {"topic": 0, "module": 0}
     for d, e in zip(documents, tokenizer.encode_batch(texts, add_special_tokens=False)):
         per_kind[d["_id"].split(":", 1)[0]] += len(e.ids)
-    return {"text": text_tokens, "title": title_tokens, "topic_text": per_kind["topic"],
-            "module_text": per_kind["module"]}
+    return {
+        "text": text_tokens,
+        "title": title_tokens,
+        "topic_text": per_kind["topic"],
+        "module_text": per_kind["module"],
+    }
 
 
 def stdlib_license() -> Path | None:
@@ -498,8 +586,11 @@ def generate(out: str | os.PathLike, modules: Iterable[str] = MODULES) -> dict[s
     if license_file is None and not existing_license.is_file():
         from releval.errors import InputError
 
-        raise InputError("the PSF licence (LICENSE.txt) is not in this Python's standard library; "
-                         "copy it next to the corpus as LICENSE", file=str(existing_license))
+        raise InputError(
+            "the PSF licence (LICENSE.txt) is not in this Python's standard library; "
+            "copy it next to the corpus as LICENSE",
+            file=str(existing_license),
+        )
     version = platform.python_version()
     manifest = {
         "generator": "releval.pydocs",
@@ -526,8 +617,9 @@ def generate(out: str | os.PathLike, modules: Iterable[str] = MODULES) -> dict[s
     license_bytes = (license_file or existing_license).read_bytes()
     io.write_bytes(out, gz)
     io.write_bytes(out.parent / LICENSE_NAME, license_bytes)
-    io.write_text(out.parent / NOTICE_NAME,
-                  notice_text(version, psf_copyright(license_bytes.decode("utf-8", "replace"))))
+    io.write_text(
+        out.parent / NOTICE_NAME, notice_text(version, psf_copyright(license_bytes.decode("utf-8", "replace")))
+    )
     io.write_json(out.parent / MANIFEST_NAME, manifest)
     return manifest
 
@@ -546,8 +638,11 @@ def _in_worker() -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m releval.pydocs", description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default="data/pydocs/corpus.jsonl.gz",
-                        help="the corpus file; MANIFEST.json, LICENSE and NOTICE go next to it")
+    parser.add_argument(
+        "--out",
+        default="data/pydocs/corpus.jsonl.gz",
+        help="the corpus file; MANIFEST.json, LICENSE and NOTICE go next to it",
+    )
     args = parser.parse_args(argv)
     if not _in_worker():
         # Render in a child with a pinned environment: set reprs, time zone and locale cannot vary.
@@ -555,10 +650,12 @@ def main(argv: list[str] | None = None) -> int:
         return subprocess.run(command, env=worker_env()).returncode
     manifest = generate(args.out)
     tokens = manifest["minilm_tokens"]
-    print(f"pydocs: {manifest['documents']} documents ({manifest['topics']} topics, "
-          f"{len(manifest['modules'])} modules, {len(manifest['modules_skipped'])} skipped), "
-          f"{manifest['characters']} characters, "
-          f"{tokens['text'] if tokens else 'unknown'} MiniLM tokens, {manifest['gzip_bytes']} bytes -> {args.out}")
+    print(
+        f"pydocs: {manifest['documents']} documents ({manifest['topics']} topics, "
+        f"{len(manifest['modules'])} modules, {len(manifest['modules_skipped'])} skipped), "
+        f"{manifest['characters']} characters, "
+        f"{tokens['text'] if tokens else 'unknown'} MiniLM tokens, {manifest['gzip_bytes']} bytes -> {args.out}"
+    )
     return 0
 
 

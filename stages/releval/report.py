@@ -4,14 +4,21 @@ from __future__ import annotations
 
 from typing import Any
 
-GRID_OPS = [("chunks_per_s", "chunks/s", "{:.1f}"), ("dimension", "dim", "{:d}"),
-            ("index_bytes", "index MB", None), ("peak_rss_bytes", "peak MB", None), ("latency_ms_p50", "p50 ms", "{:.1f}"),
-            ("latency_ms_p95", "p95 ms", "{:.1f}"), ("truncation_rate", "chunks cut", "{:.1%}"),
-            ("truncated_token_share", "tokens lost", "{:.1%}")]
+GRID_OPS = [
+    ("chunks_per_s", "chunks/s", "{:.1f}"),
+    ("dimension", "dim", "{:d}"),
+    ("index_bytes", "index MB", None),
+    ("peak_rss_bytes", "peak MB", None),
+    ("latency_ms_p50", "p50 ms", "{:.1f}"),
+    ("latency_ms_p95", "p95 ms", "{:.1f}"),
+    ("truncation_rate", "chunks cut", "{:.1%}"),
+    ("truncated_token_share", "tokens lost", "{:.1%}"),
+]
 
 
-def grid_markdown(results: dict[str, dict[str, Any]], contract: dict[str, Any],
-                  quality: list[str], primary: str) -> str:
+def grid_markdown(
+    results: dict[str, dict[str, Any]], contract: dict[str, Any], quality: list[str], primary: str
+) -> str:
     """The configurations side by side, best primary metric first."""
     order = sorted(results, key=lambda cid: (-_num(results[cid]["mean"].get(primary)), cid))
     header = ["configuration", *quality, *[label for _, label, _ in GRID_OPS]]
@@ -28,8 +35,11 @@ def grid_markdown(results: dict[str, dict[str, Any]], contract: dict[str, Any],
         cells = [f"`{cid}`"] + [_fmt(row["mean"].get(m), "{:.4f}") for m in quality]
         for key, _, fmt in GRID_OPS:
             value = row["ops"].get(key)
-            cells.append(_fmt(value / 1e6, "{:.2f}" if key == "index_bytes" else "{:.0f}")
-                         if key.endswith("_bytes") and value is not None else _fmt(value, fmt))
+            cells.append(
+                _fmt(value / 1e6, "{:.2f}" if key == "index_bytes" else "{:.0f}")
+                if key.endswith("_bytes") and value is not None
+                else _fmt(value, fmt)
+            )
         lines.append("| " + " | ".join(cells) + " |")
     warnings = [w for cid in order for w in results[cid].get("warnings", [])]
     if warnings:

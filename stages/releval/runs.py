@@ -36,21 +36,25 @@ def reranked_id(base_id: str, reranker: str) -> str:
     return f"{base_id}+rerank({reranker})"
 
 
-def from_arrays(query_ids: list[str], chunk_index: np.ndarray, scores: np.ndarray,
-                chunks: pl.DataFrame) -> pl.DataFrame:
+def from_arrays(
+    query_ids: list[str], chunk_index: np.ndarray, scores: np.ndarray, chunks: pl.DataFrame
+) -> pl.DataFrame:
     """Build a run from per-query arrays of chunk positions (−1 = no hit) and scores, best first."""
     n_queries, depth = chunk_index.shape
     valid = chunk_index >= 0
     rows_q = np.repeat(np.arange(n_queries), depth)[valid.ravel()]
     positions = chunk_index[valid]
     ranks = (np.cumsum(valid, axis=1)[valid]).astype(np.int64)
-    return pl.DataFrame({
-        "query_id": np.asarray(query_ids, dtype=object)[rows_q].tolist(),
-        "chunk_id": chunks["chunk_id"].gather(positions),
-        "doc_id": chunks["doc_id"].gather(positions),
-        "score": scores[valid].astype(np.float64),
-        "rank": ranks,
-    }, schema=RUN_SCHEMA)
+    return pl.DataFrame(
+        {
+            "query_id": np.asarray(query_ids, dtype=object)[rows_q].tolist(),
+            "chunk_id": chunks["chunk_id"].gather(positions),
+            "doc_id": chunks["doc_id"].gather(positions),
+            "score": scores[valid].astype(np.float64),
+            "rank": ranks,
+        },
+        schema=RUN_SCHEMA,
+    )
 
 
 def rank_by_score(run: pl.DataFrame) -> pl.DataFrame:

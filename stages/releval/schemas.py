@@ -54,10 +54,28 @@ QUERY_REQUIRED = ("query_id", "text", "split")
 JUDGMENT_FIELDS = ("query_id", "doc_id", "grade", "annotator", "span_start", "span_end", "notes")
 JUDGMENT_REQUIRED = ("query_id", "doc_id", "grade", "annotator")
 
-QUERIES_SCHEMA = pl.Schema({"query_id": pl.Utf8, "text": pl.Utf8, "split": pl.Utf8,
-                            "slices": pl.List(pl.Utf8), "must_never_break": pl.Boolean, "line": pl.Int64})
-JUDGMENTS_SCHEMA = pl.Schema({"query_id": pl.Utf8, "doc_id": pl.Utf8, "grade": pl.Int64, "annotator": pl.Utf8,
-                              "span_start": pl.Int64, "span_end": pl.Int64, "notes": pl.Utf8, "line": pl.Int64})
+QUERIES_SCHEMA = pl.Schema(
+    {
+        "query_id": pl.Utf8,
+        "text": pl.Utf8,
+        "split": pl.Utf8,
+        "slices": pl.List(pl.Utf8),
+        "must_never_break": pl.Boolean,
+        "line": pl.Int64,
+    }
+)
+JUDGMENTS_SCHEMA = pl.Schema(
+    {
+        "query_id": pl.Utf8,
+        "doc_id": pl.Utf8,
+        "grade": pl.Int64,
+        "annotator": pl.Utf8,
+        "span_start": pl.Int64,
+        "span_end": pl.Int64,
+        "notes": pl.Utf8,
+        "line": pl.Int64,
+    }
+)
 
 _BOM = b"\xef\xbb\xbf"
 
@@ -71,6 +89,7 @@ class Record:
 
 
 # --------------------------------------------------------------------------- reading lines
+
 
 def read_jsonl(path: str | os.PathLike, errors: list[InputError], *, first_field: str) -> list[Record]:
     """The JSON objects of a JSONL file with their 1-based lines; problems go to ``errors``.
@@ -89,12 +108,18 @@ def read_jsonl(path: str | os.PathLike, errors: list[InputError], *, first_field
     with open(path, "rb") as fh:
         for number, raw in enumerate(fh, start=1):
             if number == 1 and raw.startswith(_BOM):
-                raw = raw[len(_BOM):]
+                raw = raw[len(_BOM) :]
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
-                errors.append(InputError(f"not UTF-8: byte 0x{raw[exc.start]:02x} at column {exc.start + 1}",
-                                         file=source, line=number, field="encoding"))
+                errors.append(
+                    InputError(
+                        f"not UTF-8: byte 0x{raw[exc.start]:02x} at column {exc.start + 1}",
+                        file=source,
+                        line=number,
+                        field="encoding",
+                    )
+                )
                 continue
             text = text.rstrip("\n").rstrip("\r")
             if not text.strip():
@@ -102,17 +127,24 @@ def read_jsonl(path: str | os.PathLike, errors: list[InputError], *, first_field
             try:
                 value = json.loads(text)
             except json.JSONDecodeError as exc:
-                errors.append(InputError(f"malformed JSON: {exc.msg} (column {exc.colno})",
-                                         file=source, line=number, field="json"))
+                errors.append(
+                    InputError(
+                        f"malformed JSON: {exc.msg} (column {exc.colno})", file=source, line=number, field="json"
+                    )
+                )
                 continue
             if not isinstance(value, dict):
-                errors.append(InputError(f"expected a JSON object, found {_json_type(value)}",
-                                         file=source, line=number, field="json"))
+                errors.append(
+                    InputError(
+                        f"expected a JSON object, found {_json_type(value)}", file=source, line=number, field="json"
+                    )
+                )
                 continue
             records.append(Record(number, value))
     if not records and not errors:
-        errors.append(InputError("empty: no records (only blank lines, or nothing)", file=source, line=1,
-                                 field=first_field))
+        errors.append(
+            InputError("empty: no records (only blank lines, or nothing)", file=source, line=1, field=first_field)
+        )
     return records
 
 
@@ -134,6 +166,7 @@ def _json_type(value: Any) -> str:
 
 # --------------------------------------------------------------------------- first pass: JSON types
 
+
 def _id_value(value: Any) -> str | None:
     """An id as text; ids holding whitespace are refused here, at import, because a TREC line
     (and so every exported run) cannot carry them."""
@@ -148,17 +181,24 @@ def _int_value(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _typed(records: list[Record], source: str, fields: tuple[str, ...], required: tuple[str, ...],
-           converters: Mapping[str, tuple[Callable[[Any], Any], str]], defaults: Mapping[str, Any],
-           errors: list[InputError]) -> tuple[dict[str, list[Any]], set[tuple[int, str]]]:
+def _typed(
+    records: list[Record],
+    source: str,
+    fields: tuple[str, ...],
+    required: tuple[str, ...],
+    converters: Mapping[str, tuple[Callable[[Any], Any], str]],
+    defaults: Mapping[str, Any],
+    errors: list[InputError],
+) -> tuple[dict[str, list[Any]], set[tuple[int, str]]]:
     """Columns of converted values (None where missing or mistyped) and the (line, field) pairs reported."""
     columns: dict[str, list[Any]] = {name: [] for name in (*fields, "line")}
     reported: set[tuple[int, str]] = set()
     for record in records:
         for key in record.values:
             if key not in fields:
-                errors.append(InputError(f"unknown field; expected {', '.join(fields)}",
-                                         file=source, line=record.line, field=key))
+                errors.append(
+                    InputError(f"unknown field; expected {', '.join(fields)}", file=source, line=record.line, field=key)
+                )
         for name in fields:
             convert, expected = converters[name]
             if name not in record.values or (record.values[name] is None and name not in required):
@@ -170,8 +210,11 @@ def _typed(records: list[Record], source: str, fields: tuple[str, ...], required
             raw = record.values[name]
             value = convert(raw)
             if value is None:
-                errors.append(InputError(f"expected {expected}, found {_json_type(raw)}",
-                                         file=source, line=record.line, field=name))
+                errors.append(
+                    InputError(
+                        f"expected {expected}, found {_json_type(raw)}", file=source, line=record.line, field=name
+                    )
+                )
                 reported.add((record.line, name))
             columns[name].append(value)
         columns["line"].append(record.line)
@@ -212,30 +255,45 @@ _JUDGMENT_CONVERTERS = {
 
 # --------------------------------------------------------------------------- pandera schemas
 
+
 def _non_empty(column: str):
     import pandera.polars as pa
 
-    return pa.Check(lambda data: data.lazyframe.select(pl.col(data.key).str.strip_chars().str.len_chars() > 0),
-                    name="non_empty", error="non_empty")
+    return pa.Check(
+        lambda data: data.lazyframe.select(pl.col(data.key).str.strip_chars().str.len_chars() > 0),
+        name="non_empty",
+        error="non_empty",
+    )
 
 
 def queries_schema():
     """The pandera schema of a query table (columns of :data:`QUERIES_SCHEMA`)."""
     import pandera.polars as pa
 
-    slices_ok = pa.Check(lambda data: data.lazyframe.select(
-        (pl.col(data.key).list.eval(pl.element().str.strip_chars().str.len_chars() > 0).list.all()
-         & (pl.col(data.key).list.len() == pl.col(data.key).list.unique().list.len())).fill_null(True)),
-        name="slices_valid", error="slices_valid")
-    return pa.DataFrameSchema({
-        "query_id": pa.Column(pl.Utf8, checks=[_non_empty("query_id")], unique=True, nullable=False),
-        "text": pa.Column(pl.Utf8, checks=[_non_empty("text")], nullable=False),
-        "split": pa.Column(pl.Utf8, checks=[pa.Check.isin(list(SPLITS), name="split_known", error="split_known")],
-                           nullable=False),
-        "slices": pa.Column(pl.List(pl.Utf8), checks=[slices_ok], nullable=False),
-        "must_never_break": pa.Column(pl.Boolean, nullable=False),
-        "line": pa.Column(pl.Int64, nullable=False),
-    }, strict=True, name="queries")
+    slices_ok = pa.Check(
+        lambda data: data.lazyframe.select(
+            (
+                pl.col(data.key).list.eval(pl.element().str.strip_chars().str.len_chars() > 0).list.all()
+                & (pl.col(data.key).list.len() == pl.col(data.key).list.unique().list.len())
+            ).fill_null(True)
+        ),
+        name="slices_valid",
+        error="slices_valid",
+    )
+    return pa.DataFrameSchema(
+        {
+            "query_id": pa.Column(pl.Utf8, checks=[_non_empty("query_id")], unique=True, nullable=False),
+            "text": pa.Column(pl.Utf8, checks=[_non_empty("text")], nullable=False),
+            "split": pa.Column(
+                pl.Utf8, checks=[pa.Check.isin(list(SPLITS), name="split_known", error="split_known")], nullable=False
+            ),
+            "slices": pa.Column(pl.List(pl.Utf8), checks=[slices_ok], nullable=False),
+            "must_never_break": pa.Column(pl.Boolean, nullable=False),
+            "line": pa.Column(pl.Int64, nullable=False),
+        },
+        strict=True,
+        name="queries",
+    )
 
 
 def judgments_schema(scale: Mapping[int, str] | None = None):
@@ -245,30 +303,50 @@ def judgments_schema(scale: Mapping[int, str] | None = None):
     """
     import pandera.polars as pa
 
-    grade_check = (pa.Check.isin(sorted(scale), name="grade_on_scale", error="grade_on_scale")
-                   if scale is not None else pa.Check.ge(0, name="grade_non_negative", error="grade_non_negative"))
-    both_or_neither = pa.Check(lambda data: data.lazyframe.select(
-        pl.col("span_start").is_null() == pl.col("span_end").is_null()), name="span_pair", error="span_pair")
+    grade_check = (
+        pa.Check.isin(sorted(scale), name="grade_on_scale", error="grade_on_scale")
+        if scale is not None
+        else pa.Check.ge(0, name="grade_non_negative", error="grade_non_negative")
+    )
+    both_or_neither = pa.Check(
+        lambda data: data.lazyframe.select(pl.col("span_start").is_null() == pl.col("span_end").is_null()),
+        name="span_pair",
+        error="span_pair",
+    )
+
     def non_negative():
         return pa.Check.ge(0, name="span_non_negative", error="span_non_negative")
 
-    ordered = pa.Check(lambda data: data.lazyframe.select(
-        (pl.col("span_start") < pl.col("span_end")).fill_null(True)), name="span_order", error="span_order")
-    return pa.DataFrameSchema({
-        "query_id": pa.Column(pl.Utf8, checks=[_non_empty("query_id")], nullable=False),
-        "doc_id": pa.Column(pl.Utf8, checks=[_non_empty("doc_id")], nullable=False),
-        "grade": pa.Column(pl.Int64, checks=[grade_check], nullable=False),
-        "annotator": pa.Column(pl.Utf8, checks=[_non_empty("annotator")], nullable=False),
-        "span_start": pa.Column(pl.Int64, checks=[non_negative()], nullable=True),
-        "span_end": pa.Column(pl.Int64, checks=[non_negative()], nullable=True),
-        "notes": pa.Column(pl.Utf8, nullable=True),
-        "line": pa.Column(pl.Int64, nullable=False),
-    }, checks=[both_or_neither, ordered], unique=["query_id", "doc_id", "annotator"], strict=True,
-        name="judgments")
+    ordered = pa.Check(
+        lambda data: data.lazyframe.select((pl.col("span_start") < pl.col("span_end")).fill_null(True)),
+        name="span_order",
+        error="span_order",
+    )
+    return pa.DataFrameSchema(
+        {
+            "query_id": pa.Column(pl.Utf8, checks=[_non_empty("query_id")], nullable=False),
+            "doc_id": pa.Column(pl.Utf8, checks=[_non_empty("doc_id")], nullable=False),
+            "grade": pa.Column(pl.Int64, checks=[grade_check], nullable=False),
+            "annotator": pa.Column(pl.Utf8, checks=[_non_empty("annotator")], nullable=False),
+            "span_start": pa.Column(pl.Int64, checks=[non_negative()], nullable=True),
+            "span_end": pa.Column(pl.Int64, checks=[non_negative()], nullable=True),
+            "notes": pa.Column(pl.Utf8, nullable=True),
+            "line": pa.Column(pl.Int64, nullable=False),
+        },
+        checks=[both_or_neither, ordered],
+        unique=["query_id", "doc_id", "annotator"],
+        strict=True,
+        name="judgments",
+    )
 
 
-def _pandera_errors(schema, frame: pl.DataFrame, source: str, reported: set[tuple[int, str]],
-                    describe: Callable[[str, str | None, dict[str, Any]], tuple[str, str] | None]) -> list[InputError]:
+def _pandera_errors(
+    schema,
+    frame: pl.DataFrame,
+    source: str,
+    reported: set[tuple[int, str]],
+    describe: Callable[[str, str | None, dict[str, Any]], tuple[str, str] | None],
+) -> list[InputError]:
     """Run ``schema`` lazily; each failure case becomes an InputError at the row's line.
 
     ``describe(check, column, row)`` gives (field, message), or None to skip the case (e.g. a
@@ -291,8 +369,9 @@ def _pandera_errors(schema, frame: pl.DataFrame, source: str, reported: set[tupl
     for case in cases.iter_rows(named=True):
         index = case["index"]
         if index is None:
-            errors.append(InputError(f"{case['check']}: {case['failure_case']}", file=source,
-                                     field=case["column"] or "table"))
+            errors.append(
+                InputError(f"{case['check']}: {case['failure_case']}", file=source, field=case["column"] or "table")
+            )
             continue
         row = rows[int(index)]
         described = describe(str(case["check"]), case["column"], row)
@@ -320,11 +399,19 @@ def _sort_errors(errors: list[InputError]) -> list[InputError]:
 
 # --------------------------------------------------------------------------- queries
 
+
 def validate_query_records(records: list[Record], source: str) -> tuple[pl.DataFrame, list[InputError]]:
     """Check query records; return the table (rows with problems included) and every problem."""
     errors: list[InputError] = []
-    columns, reported = _typed(records, source, QUERY_FIELDS, QUERY_REQUIRED, _QUERY_CONVERTERS,
-                               {"slices": [], "must_never_break": False}, errors)
+    columns, reported = _typed(
+        records,
+        source,
+        QUERY_FIELDS,
+        QUERY_REQUIRED,
+        _QUERY_CONVERTERS,
+        {"slices": [], "must_never_break": False},
+        errors,
+    )
     for i, value in enumerate(columns["slices"]):
         if value is None:
             columns["slices"][i] = []
@@ -373,10 +460,15 @@ def load_queries(path: str | os.PathLike) -> pl.DataFrame:
 
 # --------------------------------------------------------------------------- judgments
 
-def validate_judgment_records(records: list[Record], source: str, scale: Mapping[int, str] | None = None,
-                              annotators: Iterable[str] | None = None,
-                              prior: pl.DataFrame | None = None,
-                              prior_source: str = "the judgment set") -> tuple[pl.DataFrame, list[InputError]]:
+
+def validate_judgment_records(
+    records: list[Record],
+    source: str,
+    scale: Mapping[int, str] | None = None,
+    annotators: Iterable[str] | None = None,
+    prior: pl.DataFrame | None = None,
+    prior_source: str = "the judgment set",
+) -> tuple[pl.DataFrame, list[InputError]]:
     """Check judgment records (from judgments.jsonl or a filled pool) against the scale.
 
     ``annotators``: the names the set's manifest declares (None: any name). ``prior``: judgments
@@ -385,8 +477,7 @@ def validate_judgment_records(records: list[Record], source: str, scale: Mapping
     Returns the table (problem rows included) and every problem.
     """
     errors: list[InputError] = []
-    columns, reported = _typed(records, source, JUDGMENT_FIELDS, JUDGMENT_REQUIRED, _JUDGMENT_CONVERTERS, {},
-                               errors)
+    columns, reported = _typed(records, source, JUDGMENT_FIELDS, JUDGMENT_REQUIRED, _JUDGMENT_CONVERTERS, {}, errors)
     frame = pl.DataFrame(columns, schema=JUDGMENTS_SCHEMA)
     keys = ["query_id", "doc_id", "annotator"]
     complete = frame.filter(pl.all_horizontal(pl.col(k).is_not_null() for k in keys))
@@ -400,8 +491,10 @@ def validate_judgment_records(records: list[Record], source: str, scale: Mapping
             line = first.get(tuple(row[k] for k in keys))
             if line == row["line"]:
                 return None
-            return "doc_id", (f"duplicate: annotator {row['annotator']!r} already judged query "
-                              f"{row['query_id']!r}, doc {row['doc_id']!r} at line {line}")
+            return "doc_id", (
+                f"duplicate: annotator {row['annotator']!r} already judged query "
+                f"{row['query_id']!r}, doc {row['doc_id']!r} at line {line}"
+            )
         if check == "not_nullable":
             return column or "", "missing"
         if check == "grade_on_scale":
@@ -427,22 +520,35 @@ def validate_judgment_records(records: list[Record], source: str, scale: Mapping
         allowed = set(annotators)
         for row in frame.filter(pl.col("annotator").is_not_null()).iter_rows(named=True):
             if row["annotator"].strip() and row["annotator"] not in allowed:
-                errors.append(InputError(f"annotator {row['annotator']!r} is not declared in the manifest "
-                                         f"(annotators: {', '.join(sorted(allowed)) or 'none'})",
-                                         file=source, line=row["line"], field="annotator"))
+                errors.append(
+                    InputError(
+                        f"annotator {row['annotator']!r} is not declared in the manifest "
+                        f"(annotators: {', '.join(sorted(allowed)) or 'none'})",
+                        file=source,
+                        line=row["line"],
+                        field="annotator",
+                    )
+                )
     if prior is not None and prior.height:
         earlier = _first_lines(prior, keys)
         for row in complete.iter_rows(named=True):
             line = earlier.get(tuple(row[k] for k in keys))
             if line is not None:
-                errors.append(InputError(f"annotator {row['annotator']!r} already judged query {row['query_id']!r}, "
-                                         f"doc {row['doc_id']!r} at {prior_source}:{line}",
-                                         file=source, line=row["line"], field="doc_id"))
+                errors.append(
+                    InputError(
+                        f"annotator {row['annotator']!r} already judged query {row['query_id']!r}, "
+                        f"doc {row['doc_id']!r} at {prior_source}:{line}",
+                        file=source,
+                        line=row["line"],
+                        field="doc_id",
+                    )
+                )
     return frame, _sort_errors(errors)
 
 
-def validate_judgments(path: str | os.PathLike, scale: Mapping[int, str] | None = None,
-                       annotators: Iterable[str] | None = None) -> tuple[pl.DataFrame, list[InputError]]:
+def validate_judgments(
+    path: str | os.PathLike, scale: Mapping[int, str] | None = None, annotators: Iterable[str] | None = None
+) -> tuple[pl.DataFrame, list[InputError]]:
     """Read and check a ``judgments.jsonl``; return the table and every problem found."""
     errors: list[InputError] = []
     records = read_jsonl(path, errors, first_field="query_id")
@@ -450,29 +556,53 @@ def validate_judgments(path: str | os.PathLike, scale: Mapping[int, str] | None 
     return frame, _sort_errors(errors + more)
 
 
-def check_references(judgments: pl.DataFrame, source: str, *, query_ids: Iterable[str] | None = None,
-                     doc_lengths: Mapping[str, int] | None = None) -> list[InputError]:
+def check_references(
+    judgments: pl.DataFrame,
+    source: str,
+    *,
+    query_ids: Iterable[str] | None = None,
+    doc_lengths: Mapping[str, int] | None = None,
+) -> list[InputError]:
     """Dangling ids: judgments naming queries or documents that do not exist, and spans past a
     document's end. ``doc_lengths`` maps doc_id -> length of its text in characters."""
     errors: list[InputError] = []
     known_queries = set(query_ids) if query_ids is not None else None
     for row in judgments.iter_rows(named=True):
         if known_queries is not None and row["query_id"] is not None and row["query_id"] not in known_queries:
-            errors.append(InputError(f"unknown query {row['query_id']!r}: not in the query set",
-                                     file=source, line=row["line"], field="query_id"))
+            errors.append(
+                InputError(
+                    f"unknown query {row['query_id']!r}: not in the query set",
+                    file=source,
+                    line=row["line"],
+                    field="query_id",
+                )
+            )
         if doc_lengths is not None and row["doc_id"] is not None:
             length = doc_lengths.get(row["doc_id"])
             if length is None:
-                errors.append(InputError(f"unknown document {row['doc_id']!r}: not in the corpus",
-                                         file=source, line=row["line"], field="doc_id"))
+                errors.append(
+                    InputError(
+                        f"unknown document {row['doc_id']!r}: not in the corpus",
+                        file=source,
+                        line=row["line"],
+                        field="doc_id",
+                    )
+                )
             elif row.get("span_end") is not None and row["span_end"] > length:
-                errors.append(InputError(f"span_end {row['span_end']} is past the end of document "
-                                         f"{row['doc_id']!r} ({length} characters)",
-                                         file=source, line=row["line"], field="span_end"))
+                errors.append(
+                    InputError(
+                        f"span_end {row['span_end']} is past the end of document "
+                        f"{row['doc_id']!r} ({length} characters)",
+                        file=source,
+                        line=row["line"],
+                        field="span_end",
+                    )
+                )
     return errors
 
 
 # --------------------------------------------------------------------------- helpers
+
 
 def _scale_text(scale: Mapping[int, str]) -> str:
     return "{" + ", ".join(f"{grade}: {label}" for grade, label in sorted(scale.items())) + "}"

@@ -53,20 +53,44 @@ def scored_queries(queries: pl.DataFrame, qrels: pl.DataFrame, query_ids: Iterab
     ids = queries["query_id"].cast(pl.Utf8).to_list()
     slices = None
     if "slices" in queries.columns:
-        slices = {q: list(s) for q, s in queries.select(pl.col("query_id").cast(pl.Utf8), "slices").iter_rows()
-                  if s is not None and len(s)}
+        slices = {
+            q: list(s)
+            for q, s in queries.select(pl.col("query_id").cast(pl.Utf8), "slices").iter_rows()
+            if s is not None and len(s)
+        }
     return ScoredQueries(ids=ids, qrels=holdout.restrict(qrels, ids), slices=slices)
 
 
-def score(doc_run: pl.DataFrame, scored: ScoredQueries, metrics: Sequence[str], contract: Contract, *,
-          run_source: str = "run table", with_slices: bool = True) -> Evaluation:
+def score(
+    doc_run: pl.DataFrame,
+    scored: ScoredQueries,
+    metrics: Sequence[str],
+    contract: Contract,
+    *,
+    run_source: str = "run table",
+    with_slices: bool = True,
+) -> Evaluation:
     """Evaluate a document-level run over the scored queries (per slice too, when they have slices)."""
-    return score_table(holdout.restrict(doc_run, scored.ids), scored.qrels, metrics, contract,
-                       slices=scored.slices if with_slices else None, run_source=run_source)
+    return score_table(
+        holdout.restrict(doc_run, scored.ids),
+        scored.qrels,
+        metrics,
+        contract,
+        slices=scored.slices if with_slices else None,
+        run_source=run_source,
+    )
 
 
-def score_table(doc_run: pl.DataFrame, qrels: pl.DataFrame, metrics: Sequence[str], contract: Contract, *,
-                slices: Mapping[str, Sequence[str]] | None = None, run_source: str = "run table") -> Evaluation:
+def score_table(
+    doc_run: pl.DataFrame,
+    qrels: pl.DataFrame,
+    metrics: Sequence[str],
+    contract: Contract,
+    *,
+    slices: Mapping[str, Sequence[str]] | None = None,
+    run_source: str = "run table",
+) -> Evaluation:
     """Evaluate a document-level run against ``qrels`` as they are (no query restriction)."""
-    return evaluate(qrels, doc_run.select("query_id", "doc_id", "score"), metrics, contract, slices=slices,
-                    run_source=run_source)
+    return evaluate(
+        qrels, doc_run.select("query_id", "doc_id", "score"), metrics, contract, slices=slices, run_source=run_source
+    )

@@ -42,11 +42,11 @@ Verdict = Literal["improvement", "regression", "inconclusive"]
 
 # --------------------------------------------------------------------------- input checks
 
+
 def _vector(values, field: str) -> np.ndarray:
     array = np.asarray(values, dtype=np.float64)
     if array.ndim != 1:
-        raise InputError(f"expected one score per query (1-D), got shape {array.shape}",
-                         field=field)
+        raise InputError(f"expected one score per query (1-D), got shape {array.shape}", field=field)
     if array.size == 0:
         raise InputError("no queries", field=field)
     if not np.all(np.isfinite(array)):
@@ -66,8 +66,7 @@ def _matrix(values, field: str) -> np.ndarray:
     if array.ndim == 1:
         array = array[:, None]
     if array.ndim != 2 or array.shape[0] == 0 or array.shape[1] == 0:
-        raise InputError(f"expected a (queries x configurations) matrix, got shape {array.shape}",
-                         field=field)
+        raise InputError(f"expected a (queries x configurations) matrix, got shape {array.shape}", field=field)
     if not np.all(np.isfinite(array)):
         raise InputError(f"{int(np.sum(~np.isfinite(array)))} non-finite score(s)", field=field)
     return array
@@ -101,8 +100,8 @@ def _positive_int(value: int, field: str, minimum: int = 1) -> int:
 
 # --------------------------------------------------------------------------- bootstrap core
 
-def _resample_counts(n_queries: int, n_resamples: int, rng: np.random.Generator,
-                     max_block_elements: int):
+
+def _resample_counts(n_queries: int, n_resamples: int, rng: np.random.Generator, max_block_elements: int):
     """Yield (rows, n_queries) blocks: how often each query is drawn in each resample."""
     block_rows = max(1, max_block_elements // n_queries)
     for start in range(0, n_resamples, block_rows):
@@ -113,8 +112,9 @@ def _resample_counts(n_queries: int, n_resamples: int, rng: np.random.Generator,
         yield np.bincount(drawn.ravel(), minlength=rows * n_queries).reshape(rows, n_queries)
 
 
-def bootstrap_means(columns, n_resamples: int = 10_000, seed: int = 0, *,
-                    max_block_elements: int = MAX_BLOCK_ELEMENTS) -> np.ndarray:
+def bootstrap_means(
+    columns, n_resamples: int = 10_000, seed: int = 0, *, max_block_elements: int = MAX_BLOCK_ELEMENTS
+) -> np.ndarray:
     """Means of each column over ``n_resamples`` query resamples: shape (n_resamples, n_columns).
 
     All columns share the same resampled query sets. Each resample is a row of multinomial
@@ -128,7 +128,7 @@ def bootstrap_means(columns, n_resamples: int = 10_000, seed: int = 0, *,
     means = np.empty((n_resamples, data.shape[1]))
     start = 0
     for counts in _resample_counts(n_queries, n_resamples, rng, max_block_elements):
-        means[start:start + len(counts)] = counts @ data
+        means[start : start + len(counts)] = counts @ data
         start += len(counts)
     means /= n_queries
     # Summation order leaves rounding noise around exact zeros (e.g. +0.1 and -0.1 drawn equally
@@ -169,16 +169,17 @@ def _bootstrap_summary(differences: np.ndarray, n_resamples: int, confidence: fl
 
 # --------------------------------------------------------------------------- one pair
 
-def paired_bootstrap_ci(baseline, candidate, n_resamples: int = 10_000, confidence: float = 0.95,
-                        seed: int = 0) -> tuple[float, float]:
+
+def paired_bootstrap_ci(
+    baseline, candidate, n_resamples: int = 10_000, confidence: float = 0.95, seed: int = 0
+) -> tuple[float, float]:
     """Percentile bootstrap interval of the mean of ``candidate - baseline``."""
     base, cand = _paired(baseline, candidate)
     low, high, _ = _bootstrap_summary((cand - base)[:, None], n_resamples, confidence, seed)
     return float(low[0]), float(high[0])
 
 
-def paired_bootstrap_p_value(baseline, candidate, n_resamples: int = 10_000,
-                             seed: int = 0) -> float:
+def paired_bootstrap_p_value(baseline, candidate, n_resamples: int = 10_000, seed: int = 0) -> float:
     """Two-sided percentile bootstrap p-value; same resamples as :func:`paired_bootstrap_ci`."""
     base, cand = _paired(baseline, candidate)
     _, _, p_value = _bootstrap_summary((cand - base)[:, None], n_resamples, 0.95, seed)
@@ -244,6 +245,7 @@ def holm(p_values) -> np.ndarray:
 
 # --------------------------------------------------------------------------- many configurations
 
+
 @dataclass(frozen=True)
 class GridBootstrap:
     """Per-candidate bootstrap results against one baseline (arrays aligned with the columns)."""
@@ -256,8 +258,9 @@ class GridBootstrap:
     n_resamples: int
 
 
-def bootstrap_many(baseline, candidates_matrix, n_resamples: int = 10_000,
-                   confidence: float = 0.95, seed: int = 0) -> GridBootstrap:
+def bootstrap_many(
+    baseline, candidates_matrix, n_resamples: int = 10_000, confidence: float = 0.95, seed: int = 0
+) -> GridBootstrap:
     """Bootstrap intervals and p-values of every candidate column against one baseline.
 
     One vectorised pass over shared resamples; with the same seed a column gets the answer
@@ -266,12 +269,10 @@ def bootstrap_many(baseline, candidates_matrix, n_resamples: int = 10_000,
     base = _vector(baseline, "baseline")
     candidates = _matrix(candidates_matrix, "candidates_matrix")
     if candidates.shape[0] != base.size:
-        raise InputError(f"{candidates.shape[0]} query rows but baseline has {base.size}",
-                         field="candidates_matrix")
+        raise InputError(f"{candidates.shape[0]} query rows but baseline has {base.size}", field="candidates_matrix")
     differences = candidates - base[:, None]
     low, high, p_value = _bootstrap_summary(differences, n_resamples, confidence, seed)
-    return GridBootstrap(differences.mean(axis=0), low, high, p_value, float(confidence),
-                         int(n_resamples))
+    return GridBootstrap(differences.mean(axis=0), low, high, p_value, float(confidence), int(n_resamples))
 
 
 @dataclass(frozen=True)
@@ -284,8 +285,9 @@ class BestSet:
     alpha: float
 
 
-def indistinguishable_from_best(score_matrix, names: Sequence[str], n_resamples: int = 10_000,
-                                alpha: float = 0.05, seed: int = 0) -> BestSet:
+def indistinguishable_from_best(
+    score_matrix, names: Sequence[str], n_resamples: int = 10_000, alpha: float = 0.05, seed: int = 0
+) -> BestSet:
     """Configurations whose bootstrap test against the best, Holm-adjusted, has p > ``alpha``.
 
     The best is the highest mean (the first column on an exact tie); each other column is
@@ -311,8 +313,9 @@ def indistinguishable_from_best(score_matrix, names: Sequence[str], n_resamples:
     )
 
 
-def winner_frequencies(score_matrix, names: Sequence[str], n_resamples: int = 10_000,
-                       seed: int = 0) -> dict[str, float]:
+def winner_frequencies(
+    score_matrix, names: Sequence[str], n_resamples: int = 10_000, seed: int = 0
+) -> dict[str, float]:
     """How often each configuration has the highest mean over bootstrap resamples of the queries.
 
     Configurations tied for the highest mean in a resample share that win equally, so
@@ -356,6 +359,7 @@ def score_spread(means, width: float = 0.01) -> ScoreSpread:
 
 
 # --------------------------------------------------------------------------- power
+
 
 def _power_inputs(sd: float, alpha: float, power: float) -> tuple[float, float, float]:
     sd = float(sd)
@@ -402,8 +406,7 @@ def queries_needed(sd: float, delta: float, alpha: float = 0.05, power: float = 
     return n
 
 
-def minimum_detectable_difference(sd: float, n: int, alpha: float = 0.05,
-                                  power: float = 0.8) -> float:
+def minimum_detectable_difference(sd: float, n: int, alpha: float = 0.05, power: float = 0.8) -> float:
     """Smallest true mean difference the two-sided paired t-test detects with the wanted power.
 
     Solves the exact noncentral-t power equation for ``delta`` (same units as ``sd``).
@@ -414,11 +417,13 @@ def minimum_detectable_difference(sd: float, n: int, alpha: float = 0.05,
     high = 2.0 * z * sd / math.sqrt(n)
     while paired_t_power(sd, high, n, alpha) < power:
         high *= 2.0
-    return float(optimize.brentq(lambda d: paired_t_power(sd, d, n, alpha) - power, 0.0, high,
-                                 xtol=1e-12 * sd, rtol=1e-12))
+    return float(
+        optimize.brentq(lambda d: paired_t_power(sd, d, n, alpha) - power, 0.0, high, xtol=1e-12 * sd, rtol=1e-12)
+    )
 
 
 # --------------------------------------------------------------------------- one comparison
+
 
 @dataclass(frozen=True)
 class QueryChange:
@@ -458,6 +463,7 @@ class Comparison:
 
     def to_dict(self) -> dict:
         """A JSON-safe dict: tuples become lists, infinite interval ends become None."""
+
         def clean(value):
             if isinstance(value, dict):
                 return {key: clean(item) for key, item in value.items()}
@@ -466,6 +472,7 @@ class Comparison:
             if isinstance(value, float) and not math.isfinite(value):
                 return None
             return value
+
         return clean(asdict(self))
 
 
@@ -485,8 +492,15 @@ def _extreme_change(differences: np.ndarray, mask: np.ndarray, pick, query_ids, 
     return QueryChange(query_ids[index], float(base[index]), float(cand[index]))
 
 
-def compare_paired(baseline, candidate, query_ids: Sequence[str], n_resamples: int = 10_000,
-                   confidence: float = 0.95, seed: int = 0, tol: float = 0.0) -> Comparison:
+def compare_paired(
+    baseline,
+    candidate,
+    query_ids: Sequence[str],
+    n_resamples: int = 10_000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    tol: float = 0.0,
+) -> Comparison:
     """Paired comparison of ``candidate`` against ``baseline`` over the same queries.
 
     The verdict follows the bootstrap interval. ``tol`` is the margin within which a query
@@ -514,10 +528,8 @@ def compare_paired(baseline, candidate, query_ids: Sequence[str], n_resamples: i
         losses=losses,
         ties=ties,
         sign_test_p_value=sign_test(wins, losses),
-        worst_regression=_extreme_change(differences, differences < -tol, np.nanargmin,
-                                         query_ids, base, cand),
-        best_improvement=_extreme_change(differences, differences > tol, np.nanargmax,
-                                         query_ids, base, cand),
+        worst_regression=_extreme_change(differences, differences < -tol, np.nanargmin, query_ids, base, cand),
+        best_improvement=_extreme_change(differences, differences > tol, np.nanargmax, query_ids, base, cand),
         verdict=verdict(float(low[0]), float(high[0])),
         n_resamples=int(n_resamples),
         seed=seed,

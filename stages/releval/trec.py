@@ -64,10 +64,17 @@ def write_trec_run(path: str | Path, run: pl.DataFrame, tag: str = "releval") ->
         raise InputError(f"run tag must be one word, got {tag!r}", file=str(path), field="tag")
     _reject_whitespace_in_ids(run, str(path))
     ranked = run.sort(["query_id", "score", "doc_id"], descending=[False, True, False])
-    lines = ranked.select(pl.concat_str(
-        pl.col("query_id"), pl.lit("Q0"), pl.col("doc_id"),
-        pl.int_range(1, pl.len() + 1).over("query_id").cast(pl.String),
-        pl.col("score").cast(pl.String), pl.lit(tag), separator=" "))
+    lines = ranked.select(
+        pl.concat_str(
+            pl.col("query_id"),
+            pl.lit("Q0"),
+            pl.col("doc_id"),
+            pl.int_range(1, pl.len() + 1).over("query_id").cast(pl.String),
+            pl.col("score").cast(pl.String),
+            pl.lit(tag),
+            separator=" ",
+        )
+    )
     with io.atomic_path(path) as temporary:
         lines.write_csv(temporary, include_header=False, quote_style="never")
 
@@ -76,12 +83,17 @@ def _reject_whitespace_in_ids(run: pl.DataFrame, source: str) -> None:
     for field in ("query_id", "doc_id"):
         bad = np.flatnonzero(run[field].str.contains(r"\s|^$").to_numpy())
         if bad.size:
-            raise InputError(f"{run[field][int(bad[0])]!r} cannot be written as one TREC field", file=source,
-                             line=int(bad[0]) + 1, field=field)
+            raise InputError(
+                f"{run[field][int(bad[0])]!r} cannot be written as one TREC field",
+                file=source,
+                line=int(bad[0]) + 1,
+                field=field,
+            )
 
 
-def _read_table(path: Path, format: str | None, columns: tuple[str, ...],
-                value_field: str) -> tuple[pl.DataFrame, np.ndarray | None]:
+def _read_table(
+    path: Path, format: str | None, columns: tuple[str, ...], value_field: str
+) -> tuple[pl.DataFrame, np.ndarray | None]:
     format = format or infer_format(path)
     if format == "trec":
         return _read_trec(path, columns, value_field)
@@ -106,8 +118,12 @@ def _read_text(path: Path) -> str:
         return data.decode("utf-8-sig")  # a BOM would otherwise stick to the first query id
     except UnicodeDecodeError as exc:
         bom = 3 if data.startswith(b"\xef\xbb\xbf") else 0
-        raise InputError(f"not UTF-8 text (byte 0x{data[exc.start + bom]:02x})", file=str(path),
-                         line=data.count(b"\n", 0, exc.start + bom) + 1, field="encoding") from exc
+        raise InputError(
+            f"not UTF-8 text (byte 0x{data[exc.start + bom]:02x})",
+            file=str(path),
+            line=data.count(b"\n", 0, exc.start + bom) + 1,
+            field="encoding",
+        ) from exc
 
 
 def _read_trec(path: Path, columns: tuple[str, ...], value_field: str) -> tuple[pl.DataFrame, np.ndarray]:
@@ -115,8 +131,7 @@ def _read_trec(path: Path, columns: tuple[str, ...], value_field: str) -> tuple[
     return fast if fast is not None else _read_trec_tokens(path, columns, value_field)
 
 
-def _read_plain_trec(path: Path, columns: tuple[str, ...],
-                     value_field: str) -> tuple[pl.DataFrame, np.ndarray] | None:
+def _read_plain_trec(path: Path, columns: tuple[str, ...], value_field: str) -> tuple[pl.DataFrame, np.ndarray] | None:
     """The common case, read by polars' CSV reader: ASCII, single spaces, LF line ends, no blank line.
 
     Anything else (or any field that does not parse) returns None, and the token reader below
@@ -134,9 +149,15 @@ def _read_plain_trec(path: Path, columns: tuple[str, ...],
         return None
     value_type = pl.Float64 if value_field == "score" else pl.Int64
     try:
-        table = pl.read_csv(data, separator=" ", has_header=False, new_columns=list(columns),
-                            schema_overrides={name: pl.String for name in columns}, quote_char=None,
-                            truncate_ragged_lines=False)
+        table = pl.read_csv(
+            data,
+            separator=" ",
+            has_header=False,
+            new_columns=list(columns),
+            schema_overrides={name: pl.String for name in columns},
+            quote_char=None,
+            truncate_ragged_lines=False,
+        )
     except Exception:  # polars raises several types for a malformed line; the token reader names it
         return None
     if table.width != len(columns) or table.height != data.count(b"\n") or table.null_count().sum_horizontal().item():
@@ -151,21 +172,29 @@ def _read_plain_trec(path: Path, columns: tuple[str, ...],
 
 def _read_trec_tokens(path: Path, columns: tuple[str, ...], value_field: str) -> tuple[pl.DataFrame, np.ndarray]:
     source = str(path)
-    tokens = (pl.DataFrame({"text": _read_text(path).split("\n")})
-              .with_row_index("line", offset=1)
-              .select("line", pl.col("text").str.extract_all(r"\S+").alias("tokens"))
-              .filter(pl.col("tokens").list.len() > 0))
+    tokens = (
+        pl.DataFrame({"text": _read_text(path).split("\n")})
+        .with_row_index("line", offset=1)
+        .select("line", pl.col("text").str.extract_all(r"\S+").alias("tokens"))
+        .filter(pl.col("tokens").list.len() > 0)
+    )
     _reject_wrong_column_counts(tokens, columns, source)
-    fields = tokens.select("line", *[pl.col("tokens").list.get(columns.index(name)).alias(name)
-                                     for name in ("query_id", "doc_id", value_field)])
+    fields = tokens.select(
+        "line",
+        *[pl.col("tokens").list.get(columns.index(name)).alias(name) for name in ("query_id", "doc_id", value_field)],
+    )
     value_type = pl.Float64 if value_field == "score" else pl.Int64
     values = fields[value_field].cast(value_type, strict=False)
     unparsed = np.flatnonzero(values.is_null().to_numpy())
     if unparsed.size:
         row = int(unparsed[0])
         expected = "a number" if value_field == "score" else "a whole number"
-        raise InputError(f"expected {expected}, got {fields[value_field][row]!r}", file=source,
-                         line=int(fields["line"][row]), field=value_field)
+        raise InputError(
+            f"expected {expected}, got {fields[value_field][row]!r}",
+            file=source,
+            line=int(fields["line"][row]),
+            field=value_field,
+        )
     frame = pl.DataFrame({"query_id": fields["query_id"], "doc_id": fields["doc_id"], value_field: values})
     return frame, fields["line"].to_numpy()
 
@@ -178,8 +207,12 @@ def _reject_wrong_column_counts(tokens: pl.DataFrame, columns: tuple[str, ...], 
     row = int(wrong[0])
     found = int(counts[row])
     field = columns[found] if found < len(columns) else columns[-1]
-    raise InputError(f"expected {len(columns)} whitespace-separated columns ({' '.join(columns)}), found {found}",
-                     file=source, line=int(tokens["line"][row]), field=field)
+    raise InputError(
+        f"expected {len(columns)} whitespace-separated columns ({' '.join(columns)}), found {found}",
+        file=source,
+        line=int(tokens["line"][row]),
+        field=field,
+    )
 
 
 def _read_jsonl(path: Path, value_field: str) -> tuple[pl.DataFrame, np.ndarray]:
@@ -194,8 +227,11 @@ def _read_jsonl(path: Path, value_field: str) -> tuple[pl.DataFrame, np.ndarray]
         rows["doc_id"].append(_json_id(record, "doc_id", source, number))
         rows[value_field].append(_json_value(record, value_field, source, number))
         lines.append(number)
-    schema = {"query_id": pl.String, "doc_id": pl.String,
-              value_field: pl.Float64 if value_field == "score" else pl.Int64}
+    schema = {
+        "query_id": pl.String,
+        "doc_id": pl.String,
+        value_field: pl.Float64 if value_field == "score" else pl.Int64,
+    }
     return pl.DataFrame(rows, schema=schema), np.array(lines, dtype=np.int64)
 
 

@@ -22,12 +22,19 @@ def main(paths: list[str]) -> None:
             rows += [r for r in csv.DictReader(fh) if r["grade"].strip()]
     rows.sort(key=lambda r: (r["query_id"], r["doc_id"], r["annotator"]))
     data = "".join(judgment_line({**r, "grade": int(r["grade"])}) + "\n" for r in rows).encode("utf-8")
-    manifest = Manifest(version="v1", parent=None, date="2026-11-30", scale=SCALE, rubric="../RUBRIC.md",
-                        annotators=("claude-a", "claude-b"), judgments_sha256="",
-                        description="pooled at depth 10 from bm25/c256, minilm/c256, e5small/c256; "
-                                    "judges are LLM agents (Claude) reading each full document against "
-                                    "RUBRIC.md, shown no system scores or ranks; claude-b double-judged "
-                                    "20 queries for agreement")
+    manifest = Manifest(
+        version="v1",
+        parent=None,
+        date="2026-11-30",
+        scale=SCALE,
+        rubric="../RUBRIC.md",
+        annotators=("claude-a", "claude-b"),
+        judgments_sha256="",
+        description="pooled at depth 10 from bm25/c256, minilm/c256, e5small/c256; "
+        "judges are LLM agents (Claude) reading each full document against "
+        "RUBRIC.md, shown no system scores or ranks; claude-b double-judged "
+        "20 queries for agreement",
+    )
     sealed = write_version(Path("data/judgments/v1"), manifest, data)
     print(f"v1: {len(rows)} judgments, sha256 {sealed.judgments_sha256[:12]}")
 

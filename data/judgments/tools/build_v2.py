@@ -17,12 +17,19 @@ from pathlib import Path
 from releval.judgments import Manifest, judgment_line, load_version, write_version
 
 REGRADES = {
-    ("q036", "module:secrets"): (3, "regraded in v2: the page carries the full compare_digest text; "
-                                    "the rubric judges a document on its own, not by which module hosts it"),
-    ("q045", "topic:id-classes"): (3, "regraded in v2: states that __names are private to the class and "
-                                      "mangled, which is what the user needs to act"),
-    ("q020", "module:shutil"): (2, "regraded in v2: 'copy' alone most often means copying objects; "
-                                   "shutil answers only the file reading"),
+    ("q036", "module:secrets"): (
+        3,
+        "regraded in v2: the page carries the full compare_digest text; "
+        "the rubric judges a document on its own, not by which module hosts it",
+    ),
+    ("q045", "topic:id-classes"): (
+        3,
+        "regraded in v2: states that __names are private to the class and mangled, which is what the user needs to act",
+    ),
+    ("q020", "module:shutil"): (
+        2,
+        "regraded in v2: 'copy' alone most often means copying objects; shutil answers only the file reading",
+    ),
     ("q025", "topic:truth"): (2, "regraded in v2: one parenthetical line; the user must read around it"),
 }
 
@@ -39,10 +46,17 @@ def main(filled_v2: str) -> None:
     rows.sort(key=lambda r: (r["query_id"], r["doc_id"], r["annotator"]))
     data = "".join(judgment_line(r) + "\n" for r in rows).encode("utf-8")
     parent = load_version(v1).manifest
-    manifest = Manifest(version="v2", parent="v1", date="2026-11-30", scale=parent.scale, rubric=parent.rubric,
-                        annotators=parent.annotators, judgments_sha256="",
-                        description="v1 + 12 harder queries (q101-q112, pooled and judged as v1) + "
-                                    "4 adjudicated regrades (see data/judgments/tools/build_v2.py)")
+    manifest = Manifest(
+        version="v2",
+        parent="v1",
+        date="2026-11-30",
+        scale=parent.scale,
+        rubric=parent.rubric,
+        annotators=parent.annotators,
+        judgments_sha256="",
+        description="v1 + 12 harder queries (q101-q112, pooled and judged as v1) + "
+        "4 adjudicated regrades (see data/judgments/tools/build_v2.py)",
+    )
     sealed = write_version(Path("data/judgments/v2"), manifest, data)
     print(f"v2: {len(rows)} judgments, sha256 {sealed.judgments_sha256[:12]}")
 

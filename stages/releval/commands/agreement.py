@@ -45,12 +45,18 @@ def pick(judgments: pl.DataFrame, name: str | None, source: Path) -> tuple[pl.Da
     present = sorted(set(judgments["annotator"].to_list()))
     if name is None:
         if len(present) != 1:
-            raise InputError(f"holds {len(present)} annotators ({', '.join(present)}); name the one to compare "
-                             "with --annotators", file=str(source), field="annotator")
+            raise InputError(
+                f"holds {len(present)} annotators ({', '.join(present)}); name the one to compare with --annotators",
+                file=str(source),
+                field="annotator",
+            )
         name = present[0]
     elif name not in present:
-        raise InputError(f"no judgments by annotator {name!r} (present: {', '.join(present) or 'none'})",
-                         file=str(source), field="annotator")
+        raise InputError(
+            f"no judgments by annotator {name!r} (present: {', '.join(present) or 'none'})",
+            file=str(source),
+            field="annotator",
+        )
     return judgments.filter(pl.col("annotator") == name).select("query_id", "doc_id", "grade"), name
 
 
@@ -62,16 +68,20 @@ def run(args: argparse.Namespace) -> int:
     if args.annotators is not None:
         parts = [p.strip() for p in args.annotators.split(",")]
         if len(parts) != 2 or not all(parts):
-            raise InputError(f"expected two names NAME_A,NAME_B, got {args.annotators!r}", file="<command line>",
-                             field="annotators")
+            raise InputError(
+                f"expected two names NAME_A,NAME_B, got {args.annotators!r}", file="<command line>", field="annotators"
+            )
         names = list(parts)
     if len(paths) == 1:
         judgments, scale = load_side(paths[0])
         if names == [None, None]:
             present = sorted(set(judgments["annotator"].to_list()))
             if len(present) != 2:
-                raise InputError(f"holds {len(present)} annotators ({', '.join(present)}); name two with "
-                                 "--annotators NAME_A,NAME_B", file=str(paths[0]), field="annotator")
+                raise InputError(
+                    f"holds {len(present)} annotators ({', '.join(present)}); name two with --annotators NAME_A,NAME_B",
+                    file=str(paths[0]),
+                    field="annotator",
+                )
             names = list(present)
         if names[0] == names[1]:
             raise InputError("compare two different annotators", file="<command line>", field="annotators")
@@ -83,8 +93,11 @@ def run(args: argparse.Namespace) -> int:
         judgments_a, scale_a = load_side(paths[0])
         judgments_b, scale_b = load_side(paths[1])
         if scale_a is not None and scale_b is not None and sorted(scale_a) != sorted(scale_b):
-            raise InputError(f"the two sets declare different scales: {sorted(scale_a)} and {sorted(scale_b)}",
-                             file=str(paths[1]), field="scale")
+            raise InputError(
+                f"the two sets declare different scales: {sorted(scale_a)} and {sorted(scale_b)}",
+                file=str(paths[1]),
+                field="scale",
+            )
         side_a, label_a = pick(judgments_a, names[0], paths[0])
         side_b, label_b = pick(judgments_b, names[1], paths[1])
         scale_used = scale_a if scale_a is not None else scale_b

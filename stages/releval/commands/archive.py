@@ -25,8 +25,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     what.add_argument("--from-exp", metavar="NAME", help="a DVC experiment: its name or full refs/exps/ ref")
     what.add_argument("--list", action="store_true", help="list the archived runs")
     parser.add_argument("--archive", default="data/archive", help="the archive directory (default: data/archive)")
-    parser.add_argument("--runs-root", default=archive.DEFAULT_RUNS_ROOT,
-                        help=f"where runs live in the pipeline (default: {archive.DEFAULT_RUNS_ROOT})")
+    parser.add_argument(
+        "--runs-root",
+        default=archive.DEFAULT_RUNS_ROOT,
+        help=f"where runs live in the pipeline (default: {archive.DEFAULT_RUNS_ROOT})",
+    )
     parser.add_argument("--repo", default=".", help="the project's root (default: .)")
 
 
@@ -44,4 +47,3 @@ def run(args: argparse.Namespace) -> int:
     for run_sha, config_id in report.added:
         print(f"  added {run_sha[:12]}  {config_id}")
     return 0
-

@@ -29,12 +29,16 @@ from releval.errors import InputError
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("ref", nargs="*", metavar="METRIC_REF",
-                        help="CONFIG METRIC (minilm/c256 ndcg@10) or configs.CONFIG.METRIC")
+    parser.add_argument(
+        "ref", nargs="*", metavar="METRIC_REF", help="CONFIG METRIC (minilm/c256 ndcg@10) or configs.CONFIG.METRIC"
+    )
     parser.add_argument("--rev", default=None, help="audit the repository as committed at this git revision")
-    parser.add_argument("--all", action="store_true",
-                        help="recompute every metric of every configuration in reports/metrics.json, "
-                             "then check dvc.lock against the files on disk")
+    parser.add_argument(
+        "--all",
+        action="store_true",
+        help="recompute every metric of every configuration in reports/metrics.json, "
+        "then check dvc.lock against the files on disk",
+    )
     parser.add_argument("--root", default=".", help="repository root (default: the current directory)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
 
@@ -45,15 +49,25 @@ def _audit(root: Path, args: argparse.Namespace) -> int:
             raise InputError("--all takes no METRIC_REF", field="METRIC_REF")
         links = audit.verify_all(root)
         if args.json:
-            print(json.dumps({"links": [link.__dict__ for link in links],
-                              "ok": not any(link.broken for link in links)}, indent=2, default=str))
+            print(
+                json.dumps(
+                    {"links": [link.__dict__ for link in links], "ok": not any(link.broken for link in links)},
+                    indent=2,
+                    default=str,
+                )
+            )
         else:
             recomputed = [link for link in links if link.check == "recompute"]
             ok = [link for link in recomputed if link.status == "ok"]
             near = sum("equal to" in link.detail for link in ok)
-            print(f"releval audit --all: {len(ok)} of {len(recomputed)} numbers in {audit.METRICS_FILE} recomputed"
-                  + (f" ({len(ok) - near} bit-for-bit, {near} slice means equal to {audit.SLICE_REL_TOL:g})"
-                     if near else " bit-for-bit"))
+            print(
+                f"releval audit --all: {len(ok)} of {len(recomputed)} numbers in {audit.METRICS_FILE} recomputed"
+                + (
+                    f" ({len(ok) - near} bit-for-bit, {near} slice means equal to {audit.SLICE_REL_TOL:g})"
+                    if near
+                    else " bit-for-bit"
+                )
+            )
             shown = [link for link in links if link.status != "ok" or link.check != "recompute"]
             print(audit.render_verification(shown if len(shown) < len(links) else links))
         return 1 if any(link.broken for link in links) else 0
@@ -61,8 +75,17 @@ def _audit(root: Path, args: argparse.Namespace) -> int:
     lineage = audit.assemble(root, ref)
     verification = audit.verify(root, lineage)
     if args.json:
-        print(json.dumps({"lineage": lineage.to_dict(), "links": [link.__dict__ for link in verification.links],
-                          "ok": verification.ok}, indent=2, default=str))
+        print(
+            json.dumps(
+                {
+                    "lineage": lineage.to_dict(),
+                    "links": [link.__dict__ for link in verification.links],
+                    "ok": verification.ok,
+                },
+                indent=2,
+                default=str,
+            )
+        )
     else:
         if args.rev:
             print(f"(revision {args.rev}: a temporary clone, data restored from this repository's DVC cache)")

@@ -39,51 +39,74 @@ from releval.errors import InputError
 
 def add_source_arguments(parser: argparse.ArgumentParser) -> None:
     """Options shared with `releval gate`: where scores, runs, qrels and queries live."""
-    parser.add_argument("--metric", default=None,
-                        help="metric to decide on (default: the contract's primary, e.g. ndcg@10)")
-    parser.add_argument("--secondary", default=None,
-                        help="comma-separated secondary metrics, each with its own interval "
-                             "(default: recall@100,hit@10 where scored)")
-    parser.add_argument("--reports", default="reports",
-                        help="folder with metrics.json and per_query.parquet (default: reports)")
-    parser.add_argument("--qrels", default="data/work/qrels.parquet",
-                        help="judgments that run files are scored against")
-    parser.add_argument("--queries", default="data/work/queries.parquet",
-                        help="query texts; slices and must_never_break flags when present")
-    parser.add_argument("--runs-root", default="data/work/runs",
-                        help="run folders (run.json + run.parquet), found by config_id")
-    parser.add_argument("--judgments-meta", default="data/work/judgments.json",
-                        help="judgment version of the qrels, recorded with a scored run file")
-    parser.add_argument("--resamples", type=int, default=10_000,
-                        help="paired bootstrap resamples of the queries (default 10000)")
+    parser.add_argument(
+        "--metric", default=None, help="metric to decide on (default: the contract's primary, e.g. ndcg@10)"
+    )
+    parser.add_argument(
+        "--secondary",
+        default=None,
+        help="comma-separated secondary metrics, each with its own interval (default: recall@100,hit@10 where scored)",
+    )
+    parser.add_argument(
+        "--reports", default="reports", help="folder with metrics.json and per_query.parquet (default: reports)"
+    )
+    parser.add_argument(
+        "--qrels", default="data/work/qrels.parquet", help="judgments that run files are scored against"
+    )
+    parser.add_argument(
+        "--queries",
+        default="data/work/queries.parquet",
+        help="query texts; slices and must_never_break flags when present",
+    )
+    parser.add_argument(
+        "--runs-root", default="data/work/runs", help="run folders (run.json + run.parquet), found by config_id"
+    )
+    parser.add_argument(
+        "--judgments-meta",
+        default="data/work/judgments.json",
+        help="judgment version of the qrels, recorded with a scored run file",
+    )
+    parser.add_argument(
+        "--resamples", type=int, default=10_000, help="paired bootstrap resamples of the queries (default 10000)"
+    )
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("baseline_ref", nargs="?", metavar="BASELINE",
-                        help="configuration id, run file, or REV:config_id")
-    parser.add_argument("candidate_ref", nargs="?", metavar="CANDIDATE",
-                        help="configuration id, run file, or REV:config_id")
+    parser.add_argument(
+        "baseline_ref", nargs="?", metavar="BASELINE", help="configuration id, run file, or REV:config_id"
+    )
+    parser.add_argument(
+        "candidate_ref", nargs="?", metavar="CANDIDATE", help="configuration id, run file, or REV:config_id"
+    )
     add_source_arguments(parser)
-    parser.add_argument("--slice", dest="slice_name", default=None,
-                        help="compare only the queries carrying this slice")
+    parser.add_argument("--slice", dest="slice_name", default=None, help="compare only the queries carrying this slice")
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     grid = parser.add_argument_group("grid-wide comparison")
-    grid.add_argument("--grid", action="store_true",
-                      help="every configuration in the reports against one baseline")
-    grid.add_argument("--baseline", dest="grid_baseline", default=None,
-                      help="grid baseline (default: params.yaml grid.baseline, else the first)")
+    grid.add_argument("--grid", action="store_true", help="every configuration in the reports against one baseline")
+    grid.add_argument(
+        "--baseline",
+        dest="grid_baseline",
+        default=None,
+        help="grid baseline (default: params.yaml grid.baseline, else the first)",
+    )
     grid.add_argument("--params", default="params.yaml")
-    grid.add_argument("--thresholds", default="1,2,3",
-                      help="relevance thresholds (grade >= t) to re-score the runs at to see "
-                           "whether the winner changes; '' skips (default 1,2,3)")
-    grid.add_argument("--alpha", type=float, default=0.05,
-                      help="family-wise level for 'indistinguishable from the best'")
-    grid.add_argument("--spread-width", type=float, default=0.01,
-                      help="score-spread flag: all means within this band (default 0.01)")
+    grid.add_argument(
+        "--thresholds",
+        default="1,2,3",
+        help="relevance thresholds (grade >= t) to re-score the runs at to see "
+        "whether the winner changes; '' skips (default 1,2,3)",
+    )
+    grid.add_argument(
+        "--alpha", type=float, default=0.05, help="family-wise level for 'indistinguishable from the best'"
+    )
+    grid.add_argument(
+        "--spread-width", type=float, default=0.01, help="score-spread flag: all means within this band (default 0.01)"
+    )
 
 
 # --------------------------------------------------------------------------- reading
+
 
 @dataclass
 class Reports:
@@ -97,8 +120,7 @@ class Reports:
     def contract(self) -> dict[str, Any]:
         contract = self.metrics.get("contract")
         if not isinstance(contract, dict):
-            raise InputError("no 'contract' block", file=f"{self.where}/metrics.json",
-                             field="contract")
+            raise InputError("no 'contract' block", file=f"{self.where}/metrics.json", field="contract")
         return contract
 
     def config_ids(self) -> list[str]:
@@ -109,14 +131,21 @@ class Reports:
     def side(self, ref: str, config_id: str) -> compare.Side:
         rows = self.per_query.filter(pl.col("config_id") == config_id)
         if rows.height == 0:
-            raise InputError(f"no configuration {config_id!r}; known: {', '.join(self.config_ids())}",
-                             file=f"{self.where}/per_query.parquet", field="config_id")
+            raise InputError(
+                f"no configuration {config_id!r}; known: {', '.join(self.config_ids())}",
+                file=f"{self.where}/per_query.parquet",
+                field="config_id",
+            )
         rows = rows.drop("config_id")
         # A long table written with a diagonal concat has all-null columns for metrics a
         # configuration was not scored on; they are not scores.
         rows = rows.select([c for c in rows.columns if c == "query_id" or rows[c].null_count() < rows.height])
-        return compare.Side(ref, f"{self.where}/per_query.parquet", dict(self.contract),
-                            rows.with_columns(pl.col("query_id").cast(pl.Utf8)))
+        return compare.Side(
+            ref,
+            f"{self.where}/per_query.parquet",
+            dict(self.contract),
+            rows.with_columns(pl.col("query_id").cast(pl.Utf8)),
+        )
 
 
 def _parse_reports(where: str, metrics_bytes: bytes, per_query_bytes: bytes) -> Reports:
@@ -138,10 +167,10 @@ def read_reports(folder: str | Path) -> Reports:
     folder = Path(folder)
     for name in ("metrics.json", "per_query.parquet"):
         if not (folder / name).exists():
-            raise InputError("missing; run `dvc repro` (the score stage writes it)",
-                             file=str(folder / name))
-    return _parse_reports(str(folder), (folder / "metrics.json").read_bytes(),
-                          (folder / "per_query.parquet").read_bytes())
+            raise InputError("missing; run `dvc repro` (the score stage writes it)", file=str(folder / name))
+    return _parse_reports(
+        str(folder), (folder / "metrics.json").read_bytes(), (folder / "per_query.parquet").read_bytes()
+    )
 
 
 def git_show(rev: str, path: str) -> bytes:
@@ -153,15 +182,15 @@ def git_show(rev: str, path: str) -> bytes:
         raise InputError("git is not installed", file=spec) from None
     if result.returncode != 0:
         message = result.stderr.decode("utf-8", "replace").strip().splitlines()
-        raise InputError(f"git show failed: {message[-1] if message else result.returncode}",
-                         file=spec)
+        raise InputError(f"git show failed: {message[-1] if message else result.returncode}", file=spec)
     return result.stdout
 
 
 def read_reports_at(rev: str, folder: str | Path) -> Reports:
     folder = Path(folder).as_posix()
-    return _parse_reports(f"git {rev}:{folder}", git_show(rev, f"{folder}/metrics.json"),
-                          git_show(rev, f"{folder}/per_query.parquet"))
+    return _parse_reports(
+        f"git {rev}:{folder}", git_show(rev, f"{folder}/metrics.json"), git_show(rev, f"{folder}/per_query.parquet")
+    )
 
 
 def read_run_file(path: str | Path) -> pl.DataFrame:
@@ -188,14 +217,16 @@ def read_run_file(path: str | Path) -> pl.DataFrame:
             for column in ("query_id", "doc_id", "score", "rank"):
                 if column not in table.columns:
                     raise InputError("missing column", file=str(path), field=column)
-            doc_run = scoring.document_run(table.with_columns(
-                pl.col("query_id").cast(pl.Utf8), pl.col("doc_id").cast(pl.Utf8)))
+            doc_run = scoring.document_run(
+                table.with_columns(pl.col("query_id").cast(pl.Utf8), pl.col("doc_id").cast(pl.Utf8))
+            )
             return check_run(doc_run.select("query_id", "doc_id", "score"), source=str(path))
     return trec.read_run(path)
 
 
-def score_run(doc_run: pl.DataFrame, qrels: pl.DataFrame, contract: dict[str, Any],
-              metrics: list[str] | None = None, **overrides):
+def score_run(
+    doc_run: pl.DataFrame, qrels: pl.DataFrame, contract: dict[str, Any], metrics: list[str] | None = None, **overrides
+):
     """Evaluate a document-level run under ``contract`` (fields in ``overrides`` replaced)."""
     metrics = list(metrics if metrics is not None else contract.get("metrics") or [])
     if not metrics:
@@ -264,18 +295,19 @@ class Sources:
             contract = self.run_contract()
             evaluation = score_run(doc_run, self.qrels, contract)
             per_query = evaluation.per_query.with_columns(pl.col("query_id").cast(pl.Utf8))
-            return compare.Side(ref, f"run file {ref} scored against {self.args.qrels}",
-                                contract, per_query, doc_run)
+            return compare.Side(ref, f"run file {ref} scored against {self.args.qrels}", contract, per_query, doc_run)
         current = self.current
         if current is not None and ref in current.config_ids():
             return current.side(ref, ref)
         if ":" in ref:
             rev, config_id = ref.split(":", 1)
             return self.at(rev).side(ref, config_id)
-        known = f"; configurations in {self.args.reports}: {', '.join(current.config_ids())}" \
-            if current is not None else f"; {self.args.reports}/ holds no scores"
-        raise InputError(f"{ref!r} is not a run file, a configuration id, or REV:config_id{known}",
-                         field="ref")
+        known = (
+            f"; configurations in {self.args.reports}: {', '.join(current.config_ids())}"
+            if current is not None
+            else f"; {self.args.reports}/ holds no scores"
+        )
+        raise InputError(f"{ref!r} is not a run file, a configuration id, or REV:config_id{known}", field="ref")
 
     def run_for(self, side: compare.Side) -> pl.DataFrame:
         """The side's document-level run: the run file itself, or the run folder of a
@@ -284,18 +316,20 @@ class Sources:
             return side.run
         current = self.current
         if current is None or side.ref not in current.config_ids():
-            raise InputError("its run is needed (document ranks) but only its scores are known; "
-                             "pass a configuration id of the working tree or a run file",
-                             field=side.ref)
+            raise InputError(
+                "its run is needed (document ranks) but only its scores are known; "
+                "pass a configuration id of the working tree or a run file",
+                field=side.ref,
+            )
         root = Path(self.args.runs_root)
         for run_dir in runs.find_runs(root) if root.exists() else []:
             meta = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
             if meta.get("config_id") == side.ref:
                 warn_if_changed(self.args.reports, side.ref, run_dir)
                 return scoring.document_run(runs.read_run(run_dir)[0]).select(
-                    pl.col("query_id").cast(pl.Utf8), pl.col("doc_id").cast(pl.Utf8), "score")
-        raise InputError(f"no run with config_id {side.ref!r} below it; run `dvc pull` or "
-                         "`dvc repro`", file=str(root))
+                    pl.col("query_id").cast(pl.Utf8), pl.col("doc_id").cast(pl.Utf8), "score"
+                )
+        raise InputError(f"no run with config_id {side.ref!r} below it; run `dvc pull` or `dvc repro`", file=str(root))
 
 
 def warn_if_changed(reports: str | Path, config_id: str, run_dir: Path) -> None:
@@ -307,33 +341,46 @@ def warn_if_changed(reports: str | Path, config_id: str, run_dir: Path) -> None:
         return
     expected = json.loads(lineage.read_text(encoding="utf-8")).get(config_id, {}).get("run_sha256")
     if expected and expected != sha256_file(run_dir / "run.parquet"):
-        print(f"WARNING: {run_dir}/run.parquet differs from the run {lineage} records for "
-              f"{config_id}; the reports are stale (run `dvc repro`)", file=sys.stderr)
+        print(
+            f"WARNING: {run_dir}/run.parquet differs from the run {lineage} records for "
+            f"{config_id}; the reports are stale (run `dvc repro`)",
+            file=sys.stderr,
+        )
 
 
-def metric_and_secondary(args: argparse.Namespace, contract: dict[str, Any],
-                         baseline: compare.Side, candidate: compare.Side) -> tuple[str, list[str]]:
+def metric_and_secondary(
+    args: argparse.Namespace, contract: dict[str, Any], baseline: compare.Side, candidate: compare.Side
+) -> tuple[str, list[str]]:
     metric = args.metric or contract.get("primary") or "ndcg@10"
     if args.secondary is not None:
         secondary = [m.strip() for m in args.secondary.split(",") if m.strip()]
     else:
-        secondary = [m for m in compare.DEFAULT_SECONDARY
-                     if m in baseline.per_query.columns and m in candidate.per_query.columns]
+        secondary = [
+            m for m in compare.DEFAULT_SECONDARY if m in baseline.per_query.columns and m in candidate.per_query.columns
+        ]
     return metric, secondary
 
 
-def compare_refs(args: argparse.Namespace, sources: Sources | None = None
-                 ) -> tuple[compare.PairReport, Sources]:
+def compare_refs(args: argparse.Namespace, sources: Sources | None = None) -> tuple[compare.PairReport, Sources]:
     sources = sources or Sources(args)
     baseline = sources.resolve(args.baseline_ref)
     candidate = sources.resolve(args.candidate_ref)
     metric, secondary = metric_and_secondary(args, baseline.contract, baseline, candidate)
-    report = compare.compare_sides(baseline, candidate, metric, secondary, sources.queries,
-                                   getattr(args, "slice_name", None), args.resamples, args.seed)
+    report = compare.compare_sides(
+        baseline,
+        candidate,
+        metric,
+        secondary,
+        sources.queries,
+        getattr(args, "slice_name", None),
+        args.resamples,
+        args.seed,
+    )
     return report, sources
 
 
 # --------------------------------------------------------------------------- the grid
+
 
 def grid_baseline(args: argparse.Namespace, configs: list[str]) -> str:
     if args.grid_baseline:
@@ -346,13 +393,21 @@ def grid_baseline(args: argparse.Namespace, configs: list[str]) -> str:
         if baseline in configs:
             return baseline
         if baseline:
-            print(f"WARNING: {params} grid.baseline {baseline!r} is not in the reports; "
-                  f"using {configs[0]}", file=sys.stderr)
+            print(
+                f"WARNING: {params} grid.baseline {baseline!r} is not in the reports; using {configs[0]}",
+                file=sys.stderr,
+            )
     return configs[0]
 
 
-def threshold_means(args: argparse.Namespace, sources: Sources, reports: Reports, configs: list[str],
-                    metric: str, contract: dict[str, Any]) -> dict[int, dict[str, float]] | None:
+def threshold_means(
+    args: argparse.Namespace,
+    sources: Sources,
+    reports: Reports,
+    configs: list[str],
+    metric: str,
+    contract: dict[str, Any],
+) -> dict[int, dict[str, float]] | None:
     """Re-score every configuration's run at each relevance threshold; None if runs are missing.
 
     Only the queries the reports scored take part (the sealed holdout stays sealed), so the
@@ -368,8 +423,11 @@ def threshold_means(args: argparse.Namespace, sources: Sources, reports: Reports
             found[config_id] = run_dir
     missing = [c for c in configs if c not in found]
     if missing:
-        print(f"WARNING: relevance-threshold stability not computed: no run below {root} for "
-              f"{', '.join(missing)} (run `dvc pull` or `dvc repro`)", file=sys.stderr)
+        print(
+            f"WARNING: relevance-threshold stability not computed: no run below {root} for "
+            f"{', '.join(missing)} (run `dvc pull` or `dvc repro`)",
+            file=sys.stderr,
+        )
         return None
     qrels = sources.qrels
     usable = [t for t in thresholds if qrels.filter(pl.col("grade") >= t).height]
@@ -402,9 +460,18 @@ def run_grid(args: argparse.Namespace) -> int:
     metric = args.metric or contract.get("primary") or "ndcg@10"
     baseline = grid_baseline(args, configs)
     means = threshold_means(args, sources, reports, configs, metric, contract)
-    report = compare.compare_grid(reports.per_query.with_columns(pl.col("query_id").cast(pl.Utf8)),
-                                  baseline, metric, configs, args.resamples, args.seed, args.alpha,
-                                  args.spread_width, means, contract)
+    report = compare.compare_grid(
+        reports.per_query.with_columns(pl.col("query_id").cast(pl.Utf8)),
+        baseline,
+        metric,
+        configs,
+        args.resamples,
+        args.seed,
+        args.alpha,
+        args.spread_width,
+        means,
+        contract,
+    )
     if args.json:
         print(json.dumps(compare.grid_to_dict(report), indent=2, allow_nan=False))
     else:

@@ -42,14 +42,27 @@ from releval.errors import InputError
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--baseline", dest="baseline_ref", required=True, metavar="REF",
-                        help="configuration id, run file, or REV:config_id "
-                             "(e.g. origin/main:minilm/c256)")
-    parser.add_argument("--candidate", dest="candidate_ref", required=True, metavar="REF",
-                        help="configuration id, run file, or REV:config_id")
-    parser.add_argument("--must-rank", type=int, default=3, metavar="N",
-                        help="must-never-break queries need a relevant document in this top N "
-                             "(default 3)")
+    parser.add_argument(
+        "--baseline",
+        dest="baseline_ref",
+        required=True,
+        metavar="REF",
+        help="configuration id, run file, or REV:config_id (e.g. origin/main:minilm/c256)",
+    )
+    parser.add_argument(
+        "--candidate",
+        dest="candidate_ref",
+        required=True,
+        metavar="REF",
+        help="configuration id, run file, or REV:config_id",
+    )
+    parser.add_argument(
+        "--must-rank",
+        type=int,
+        default=3,
+        metavar="N",
+        help="must-never-break queries need a relevant document in this top N (default 3)",
+    )
     compare_command.add_source_arguments(parser)
 
 
@@ -61,12 +74,16 @@ def _gate(args: argparse.Namespace) -> int:
         try:
             run = sources.run_for(report.candidate)
         except InputError as exc:
-            raise InputError(f"{len(flagged)} must-never-break queries need the candidate's run: "
-                             f"{exc}") from None
+            raise InputError(f"{len(flagged)} must-never-break queries need the candidate's run: {exc}") from None
         contract = report.candidate.contract
-        broken = compare.must_never_break(flagged, sources.qrels, run, args.must_rank,
-                                          int(contract.get("rel_threshold", 1)),
-                                          contract.get("ties", "docid-asc"))
+        broken = compare.must_never_break(
+            flagged,
+            sources.qrels,
+            run,
+            args.must_rank,
+            int(contract.get("rel_threshold", 1)),
+            contract.get("ties", "docid-asc"),
+        )
     result = compare.gate_decision(report, broken, args.must_rank)
     print(compare.render_pair(report))
     print()

@@ -41,8 +41,16 @@ from pathlib import Path
 from releval import judgments as jmod
 from releval.corpus import dataset_root_of, find_corpus, find_queries, read_docs
 from releval.errors import InputError, InputErrors
-from releval.pool import build_pool, expand_runs, read_any_run, read_filled_pool, read_query_texts, top_documents, \
-    write_pool
+from releval.pool import (
+    build_pool,
+    expand_runs,
+    read_any_run,
+    read_filled_pool,
+    read_query_texts,
+    top_documents,
+    write_pool,
+)
+
 
 def configure(parser: argparse.ArgumentParser) -> None:
     make = parser.add_argument_group("make a pool")
@@ -66,17 +74,29 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.import_path:
         return _run_import(args)
-    missing = [flag for flag, value in (("--runs", args.runs), ("--queries", args.queries),
-                                        ("--corpus", args.corpus), ("--out", args.out)) if not value]
+    missing = [
+        flag
+        for flag, value in (
+            ("--runs", args.runs),
+            ("--queries", args.queries),
+            ("--corpus", args.corpus),
+            ("--out", args.out),
+        )
+        if not value
+    ]
     if missing:
-        raise InputError(f"making a pool needs {', '.join(missing)} (or --import FILLED --into SET_DIR)",
-                         file="<command line>", field=missing[0].lstrip("-"))
+        raise InputError(
+            f"making a pool needs {', '.join(missing)} (or --import FILLED --into SET_DIR)",
+            file="<command line>",
+            field=missing[0].lstrip("-"),
+        )
     out = Path(args.out)
     if out.suffix.lower() not in (".csv", ".jsonl"):
         raise InputError("the pool file must end in .csv or .jsonl", file=str(out), field="out")
     if out.exists() and not args.force:
-        raise InputError("exists; it may hold an annotator's work. Choose another name, or pass --force",
-                         file=str(out), field="out")
+        raise InputError(
+            "exists; it may hold an annotator's work. Choose another name, or pass --force", file=str(out), field="out"
+        )
     if args.depth < 1:
         raise InputError(f"must be >= 1, got {args.depth}", file="<command line>", field="depth")
     run_paths = expand_runs(args.runs)
@@ -88,12 +108,15 @@ def run(args: argparse.Namespace) -> int:
     tops = [top_documents(read_any_run(path), args.depth) for path in run_paths]
     table, left_out = build_pool(tops, queries, docs, judged)
     write_pool(out, table)
-    print(f"pool: {table.height} (query, document) pairs over {table['query_id'].n_unique()} queries from "
-          f"{len(run_paths)} run(s) at depth {args.depth}; {left_out} already judged left out -> {out}")
+    print(
+        f"pool: {table.height} (query, document) pairs over {table['query_id'].n_unique()} queries from "
+        f"{len(run_paths)} run(s) at depth {args.depth}; {left_out} already judged left out -> {out}"
+    )
     return 0
 
 
 # --------------------------------------------------------------------------- importing a filled pool
+
 
 def _run_import(args: argparse.Namespace) -> int:
     """Import; every problem is printed as FILE:LINE: field 'F': message (exit 1), nothing written."""
@@ -128,14 +151,24 @@ def _import(args: argparse.Namespace) -> int:
     base_qrels = jmod.load_version(base_dir).qrels() if base_dir is not None and base_dir.exists() else None
     if args.date is not None and jmod._date_text(args.date) is None:
         raise InputError(f"expected YYYY-MM-DD, got {args.date!r}", file="<command line>", field="date")
-    judgment_set, added = jmod.add_judgments(records, str(args.import_path), into, parent=args.parent, date=args.date,
-                                             query_ids=query_ids, doc_lengths=lengths, errors=read_errors)
+    judgment_set, added = jmod.add_judgments(
+        records,
+        str(args.import_path),
+        into,
+        parent=args.parent,
+        date=args.date,
+        query_ids=query_ids,
+        doc_lengths=lengths,
+        errors=read_errors,
+    )
     moved = ""
     if base_qrels is not None:
         report = jmod.idcg_change_report(base_qrels, judgment_set.qrels(), (10,))
         moved = f"; IDCG@10 moved for {report.height} quer{'y' if report.height == 1 else 'ies'}"
     checked = [name for name, value in (("queries", query_ids), ("corpus", lengths)) if value is not None]
-    print(f"import: {added} judgments added to {judgment_set.version} ({ungraded} ungraded rows skipped; "
-          f"ids checked against {' and '.join(checked) or 'nothing: no queries or corpus found'}){moved}; "
-          f"manifest sealed with judgments_sha256 {judgment_set.manifest.judgments_sha256[:12]}…")
+    print(
+        f"import: {added} judgments added to {judgment_set.version} ({ungraded} ungraded rows skipped; "
+        f"ids checked against {' and '.join(checked) or 'nothing: no queries or corpus found'}){moved}; "
+        f"manifest sealed with judgments_sha256 {judgment_set.manifest.judgments_sha256[:12]}…"
+    )
     return 0

@@ -11,17 +11,14 @@ import argparse
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--sd", type=float, required=True,
-                        help="standard deviation of per-query score differences")
+    parser.add_argument("--sd", type=float, required=True, help="standard deviation of per-query score differences")
     target = parser.add_mutually_exclusive_group(required=True)
-    target.add_argument("--delta", type=float,
-                        help="mean difference to detect; prints the number of queries needed")
-    target.add_argument("--n", type=int,
-                        help="number of queries; prints the smallest resolvable mean difference")
-    parser.add_argument("--alpha", type=float, default=0.05,
-                        help="two-sided significance level (default 0.05)")
-    parser.add_argument("--power", type=float, default=0.8,
-                        help="probability of detecting the difference (default 0.8)")
+    target.add_argument("--delta", type=float, help="mean difference to detect; prints the number of queries needed")
+    target.add_argument("--n", type=int, help="number of queries; prints the smallest resolvable mean difference")
+    parser.add_argument("--alpha", type=float, default=0.05, help="two-sided significance level (default 0.05)")
+    parser.add_argument(
+        "--power", type=float, default=0.8, help="probability of detecting the difference (default 0.8)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -32,7 +29,6 @@ def run(args: argparse.Namespace) -> int:
         n = stats.queries_needed(args.sd, args.delta, alpha=args.alpha, power=args.power)
         print(f"{n} queries to detect a mean difference of {abs(args.delta):g} ({setting})")
     else:
-        delta = stats.minimum_detectable_difference(args.sd, args.n, alpha=args.alpha,
-                                                    power=args.power)
+        delta = stats.minimum_detectable_difference(args.sd, args.n, alpha=args.alpha, power=args.power)
         print(f"{delta:.4g} is the smallest mean difference {args.n} queries resolve ({setting})")
     return 0

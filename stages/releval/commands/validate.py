@@ -35,24 +35,41 @@ from releval.errors import InputError, InputErrors
 from releval.schemas import check_references, validate_judgment_records, validate_judgments, validate_queries
 
 
-
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("path", metavar="PATH",
-                        help="queries file, judgment-set directory, dataset directory, or filled pool")
+    parser.add_argument(
+        "path", metavar="PATH", help="queries file, judgment-set directory, dataset directory, or filled pool"
+    )
     parser.add_argument("--corpus", help="corpus file: judged doc_ids must exist in it (default: found in the dataset)")
-    parser.add_argument("--corpus-format", default="jsonl", choices=("jsonl", "folder", "beir", "smart", "parquet"),
-                        help="format of --corpus (default jsonl; .gz is decompressed)")
-    parser.add_argument("--queries", help="queries.jsonl: judged query_ids must exist in it "
-                                          "(default: the dataset's queries.jsonl)")
-    parser.add_argument("--judgments", metavar="SET_DIR",
-                        help="for a filled pool: the judgment set whose scale and judgments it is checked against")
-    parser.add_argument("--annotator", help="for a filled pool: the annotator of rows whose annotator column is empty "
-                                            "(as `releval pool --import --annotator`)")
+    parser.add_argument(
+        "--corpus-format",
+        default="jsonl",
+        choices=("jsonl", "folder", "beir", "smart", "parquet"),
+        help="format of --corpus (default jsonl; .gz is decompressed)",
+    )
+    parser.add_argument(
+        "--queries", help="queries.jsonl: judged query_ids must exist in it (default: the dataset's queries.jsonl)"
+    )
+    parser.add_argument(
+        "--judgments",
+        metavar="SET_DIR",
+        help="for a filled pool: the judgment set whose scale and judgments it is checked against",
+    )
+    parser.add_argument(
+        "--annotator",
+        help="for a filled pool: the annotator of rows whose annotator column is empty "
+        "(as `releval pool --import --annotator`)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    problems, summary = validate_path(Path(args.path), corpus=args.corpus, corpus_format=args.corpus_format,
-                                      queries=args.queries, judgment_set=args.judgments, annotator=args.annotator)
+    problems, summary = validate_path(
+        Path(args.path),
+        corpus=args.corpus,
+        corpus_format=args.corpus_format,
+        queries=args.queries,
+        judgment_set=args.judgments,
+        annotator=args.annotator,
+    )
     for problem in sorted(problems, key=lambda e: (e.file or "", e.line or 0)):
         print(problem)
     if problems:
@@ -64,6 +81,7 @@ def run(args: argparse.Namespace) -> int:
 
 # --------------------------------------------------------------------------- discovery
 
+
 def is_set_dir(path: Path) -> bool:
     return path.is_dir() and ((path / jmod.MANIFEST_NAME).exists() or (path / jmod.JUDGMENTS_NAME).exists())
 
@@ -73,6 +91,7 @@ def is_dataset_dir(path: Path) -> bool:
 
 
 # --------------------------------------------------------------------------- checks
+
 
 class _Context:
     """Queries and corpus, read once, with their own problems collected."""
@@ -114,8 +133,10 @@ def _set_summary(judgment_set: jmod.JudgmentSet | None, directory: Path) -> str:
     if judgment_set is None:
         return f"judgment set {directory.name}"
     frame = judgment_set.judgments
-    return (f"judgment set {judgment_set.version}: {frame.height} judgments, "
-            f"{frame['query_id'].n_unique()} queries, {len(judgment_set.manifest.annotators)} annotator(s)")
+    return (
+        f"judgment set {judgment_set.version}: {frame.height} judgments, "
+        f"{frame['query_id'].n_unique()} queries, {len(judgment_set.manifest.annotators)} annotator(s)"
+    )
 
 
 def _checked_against(context: _Context) -> str:
@@ -139,9 +160,14 @@ def validate_sets(directories: list[Path], context: _Context) -> tuple[list[Inpu
         parent = _declared_parent(directory / jmod.MANIFEST_NAME)
         if isinstance(parent, str) and parent not in names:
             manifest_path = directory / jmod.MANIFEST_NAME
-            problems.append(InputError(f"parent version {parent!r} not found next to this set "
-                                       f"(sets here: {', '.join(names)})", file=str(manifest_path),
-                                       line=jmod.manifest_lines(manifest_path).get("parent", 1), field="parent"))
+            problems.append(
+                InputError(
+                    f"parent version {parent!r} not found next to this set (sets here: {', '.join(names)})",
+                    file=str(manifest_path),
+                    line=jmod.manifest_lines(manifest_path).get("parent", 1),
+                    field="parent",
+                )
+            )
     return problems, summaries
 
 
@@ -156,8 +182,9 @@ def _declared_parent(manifest_path: Path) -> object:
     return data.get("parent") if isinstance(data, dict) else None
 
 
-def validate_pool_file(path: Path, context: _Context, judgment_set_dir: str | None,
-                       annotator: str | None = None) -> tuple[list[InputError], str]:
+def validate_pool_file(
+    path: Path, context: _Context, judgment_set_dir: str | None, annotator: str | None = None
+) -> tuple[list[InputError], str]:
     problems: list[InputError] = []
     scale, prior = None, None
     if judgment_set_dir is not None:
@@ -167,8 +194,14 @@ def validate_pool_file(path: Path, context: _Context, judgment_set_dir: str | No
             scale, prior = judgment_set.manifest.scale, judgment_set.judgments
     records, ungraded, errors = read_filled_pool(path, annotator)
     problems += errors
-    frame, errors = validate_judgment_records(records, str(path), scale, None, prior=prior,
-                                              prior_source=str(Path(judgment_set_dir or ".") / jmod.JUDGMENTS_NAME))
+    frame, errors = validate_judgment_records(
+        records,
+        str(path),
+        scale,
+        None,
+        prior=prior,
+        prior_source=str(Path(judgment_set_dir or ".") / jmod.JUDGMENTS_NAME),
+    )
     problems += errors
     problems += check_references(frame, str(path), query_ids=context.query_ids, doc_lengths=context.doc_lengths)
     scale_note = "" if scale is not None else " (no --judgments: grades checked as integers >= 0 only)"
@@ -202,8 +235,15 @@ def _looks_like_judgments(path: Path) -> bool:
     return first is not None and "doc_id" in first and "grade" in first
 
 
-def validate_path(path: Path, *, corpus: str | None = None, corpus_format: str = "jsonl", queries: str | None = None,
-                  judgment_set: str | None = None, annotator: str | None = None) -> tuple[list[InputError], str]:
+def validate_path(
+    path: Path,
+    *,
+    corpus: str | None = None,
+    corpus_format: str = "jsonl",
+    queries: str | None = None,
+    judgment_set: str | None = None,
+    annotator: str | None = None,
+) -> tuple[list[InputError], str]:
     """Every problem under ``path`` and a one-line summary. Reads only; writes nothing."""
     corpus_path = Path(corpus) if corpus else None
     queries_path = Path(queries) if queries else None
@@ -216,8 +256,9 @@ def validate_path(path: Path, *, corpus: str | None = None, corpus_format: str =
         return context.problems + problems, summaries[0] + _checked_against(context)
     if is_dataset_dir(path):
         context = _Context(queries_path or find_queries(path), corpus_path or find_corpus(path), corpus_format)
-        set_dirs = sorted(p for p in (path / "judgments").iterdir() if is_set_dir(p)) \
-            if (path / "judgments").is_dir() else []
+        set_dirs = (
+            sorted(p for p in (path / "judgments").iterdir() if is_set_dir(p)) if (path / "judgments").is_dir() else []
+        )
         problems, summaries = validate_sets(set_dirs, context)
         parts = []
         if context.queries is not None:
@@ -230,8 +271,14 @@ def validate_path(path: Path, *, corpus: str | None = None, corpus_format: str =
     if path.is_dir():
         set_dirs = sorted(p for p in path.iterdir() if is_set_dir(p))
         if not set_dirs:
-            return [InputError("not a judgment set, a dataset or a directory of judgment sets: no manifest.yaml, "
-                               "judgments.jsonl, queries.jsonl or judgments/ here", file=str(path), field="path")], ""
+            return [
+                InputError(
+                    "not a judgment set, a dataset or a directory of judgment sets: no manifest.yaml, "
+                    "judgments.jsonl, queries.jsonl or judgments/ here",
+                    file=str(path),
+                    field="path",
+                )
+            ], ""
         root = path.resolve().parent if path.resolve().name == "judgments" else None
         context = _Context(queries_path or find_queries(root), corpus_path or find_corpus(root), corpus_format)
         problems, summaries = validate_sets(set_dirs, context)
@@ -245,8 +292,9 @@ def validate_path(path: Path, *, corpus: str | None = None, corpus_format: str =
             return validate_path(path.parent, corpus=corpus, corpus_format=corpus_format, queries=queries)
         frame, problems = validate_judgments(path)
         problems += check_references(frame, str(path), query_ids=context.query_ids, doc_lengths=context.doc_lengths)
-        return context.problems + problems, (f"judgments {path}: {frame.height} judgments "
-                                             "(no manifest: grades checked as integers >= 0 only)")
+        return context.problems + problems, (
+            f"judgments {path}: {frame.height} judgments (no manifest: grades checked as integers >= 0 only)"
+        )
     frame, problems = validate_queries(path)
     summary = f"queries {path}: {frame.height} queries"
     if frame.height:
