@@ -8,7 +8,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: setup repro params test test-fast bench grid pydocs clean-venv
+.PHONY: setup repro params test test-fast lint bench grid pydocs clean-venv
 
 setup: $(STAMP)
 
@@ -31,6 +31,11 @@ repro: params
 
 test: setup
 	$(BIN)/python -m pytest -q
+
+# ruff: lint (pycodestyle, pyflakes) and format, both configured in pyproject.toml; CI runs it.
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 test-fast: setup
 	$(BIN)/python -m pytest -q -m "not slow"
