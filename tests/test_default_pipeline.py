@@ -124,6 +124,11 @@ def written_files(project: Path) -> list[Path]:
     return sorted(p for p in found if p.name != "holdout_access.jsonl")
 
 
+# Outputs that hold numbers or pixels, never ids: vectors, the HNSW index, plot images. (Read as
+# text, their bytes can spell an id by chance.) Every other file must be text or parquet.
+BINARY_SUFFIXES = {".npy", ".usearch", ".png"}
+
+
 def holdout_mentions(path: Path, holdout_ids: set[str]) -> list[str]:
     """Where a holdout query id appears in a written file (a parquet cell, or a word of text)."""
     if path.suffix == ".parquet":
@@ -134,9 +139,12 @@ def holdout_mentions(path: Path, holdout_ids: set[str]) -> list[str]:
                 values = set(frame[column].drop_nulls().unique().to_list())
                 hits += [f"{column}={v}" for v in sorted(values & holdout_ids)]
         return hits
-    if path.suffix == ".npy" or path.name.endswith(".usearch") or path.parent.name == "st":
-        return []  # vectors and model files: numbers, no query ids
-    text = path.read_bytes().decode("utf-8", errors="replace")
+    if path.suffix in BINARY_SUFFIXES:
+        return []
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        raise AssertionError(f"{path}: a binary output of a kind this check does not read") from None
     words = set(re.findall(r"[A-Za-z0-9_]+", text))
     return sorted(words & holdout_ids)
 
