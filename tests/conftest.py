@@ -113,6 +113,13 @@ def ran_stages(output: str) -> set[str]:
 # must-never-break; q020 regraded in v2, q101 added in v2) and five sealed holdout queries (one
 # must-never-break), every slice present.
 MINI_QUERIES = (*(f"q{i:03d}" for i in range(1, 16)), "q020", "q101")
+# The configurations the default grid scores with MINI_CHUNKINGS.
+MINI_CONFIGS = frozenset(
+    {f"{m}/{c}" for m in ("minilm", "e5small") for c in ("c256", "c512")}
+    | {f"bm25/{c}" for c in ("c256", "c512")}
+    | {f"rrf({m},bm25)/{c}" for m in ("minilm", "e5small") for c in ("c256", "c512")}
+    | {"minilm/c256+rerank(e5)"}
+)
 MINI_DISTRACTORS = 8  # judged non-relevant documents kept beside the relevant ones
 MINI_CHUNKINGS = "grid.chunkings=[c256,c512]"
 
@@ -194,3 +201,22 @@ def copy_project(project: Path, dest: Path) -> Path:
     """A private copy of a built project (its git history and DVC cache included)."""
     shutil.copytree(project, dest, symlinks=True)
     return dest
+
+
+def mini_queries(split: str) -> set[str]:
+    """The ids of MINI_QUERIES in ``split`` (dev or holdout), as the shipped queries.jsonl labels them."""
+    import json
+
+    lines = (ROOT / "data" / "queries.jsonl").read_text(encoding="utf-8").splitlines()
+    rows = [json.loads(line) for line in lines if line.strip()]
+    return {r["query_id"] for r in rows if r["query_id"] in MINI_QUERIES and r["split"] == split}
+
+
+def output_bytes(project: Path, roots: tuple[str, ...] = ("data/work", "reports")) -> dict[str, bytes]:
+    """Every output file's bytes under ``roots`` (a killed writer's temporary files left out)."""
+    return {
+        p.relative_to(project).as_posix(): p.read_bytes()
+        for root in roots
+        for p in sorted((project / root).rglob("*"))
+        if p.is_file() and ".releval-tmp-" not in p.name
+    }

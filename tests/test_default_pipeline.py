@@ -15,27 +15,11 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from conftest import MINI_QUERIES, copy_project, ran_stages, run
+from conftest import MINI_CONFIGS, copy_project, mini_queries, output_bytes, ran_stages, run
 
 pytestmark = pytest.mark.slow
 
-CONFIGS = (
-    {f"{m}/{c}" for m in ("minilm", "e5small") for c in ("c256", "c512")}
-    | {f"bm25/{c}" for c in ("c256", "c512")}
-    | {f"rrf({m},bm25)/{c}" for m in ("minilm", "e5small") for c in ("c256", "c512")}
-    | {"minilm/c256+rerank(e5)"}
-)
-
-
-def queries_by_split() -> dict[str, set[str]]:
-    rows = [
-        json.loads(line) for line in (Path(__file__).parents[1] / "data" / "queries.jsonl").read_text().splitlines()
-    ]
-    split = {r["query_id"]: r["split"] for r in rows if r["query_id"] in MINI_QUERIES}
-    return {name: {q for q, s in split.items() if s == name} for name in ("dev", "holdout")}
-
-
-SPLITS = queries_by_split()
+SPLITS = {name: mini_queries(name) for name in ("dev", "holdout")}
 
 
 def test_every_stage_of_the_default_grid_ran(default_project):
@@ -68,7 +52,7 @@ def test_every_stage_of_the_default_grid_ran(default_project):
 
 def test_scores_carry_the_default_contract_splits_and_slices(default_project):
     metrics = json.loads((default_project / "reports" / "metrics.json").read_text())
-    assert set(metrics["configs"]) == CONFIGS
+    assert set(metrics["configs"]) == MINI_CONFIGS
     contract = metrics["contract"]
     assert (contract["dataset"], contract["judgments_version"], contract["split"]) == ("pydocs", "v2", "dev")
     assert contract["queries"] == len(SPLITS["dev"]) and contract["holdout_queries_sealed"] == len(SPLITS["holdout"])
@@ -78,7 +62,7 @@ def test_scores_carry_the_default_contract_splits_and_slices(default_project):
         assert {"navigational", "paraphrase", "howto", "tail", "hard"} <= set(row["slices"]), cid
     per_query = pl.read_parquet(default_project / "reports" / "per_query.parquet")
     assert set(per_query["query_id"]) == SPLITS["dev"]
-    assert set(per_query["config_id"]) == CONFIGS
+    assert set(per_query["config_id"]) == MINI_CONFIGS
 
 
 def test_each_model_ran_under_its_declared_protocol(default_project):
@@ -93,7 +77,7 @@ def test_each_model_ran_under_its_declared_protocol(default_project):
 
 def test_archive_and_rescore_keep_every_run_under_the_active_version(default_project):
     history = pl.read_parquet(default_project / "reports" / "history.parquet")
-    assert set(history["config_id"]) == CONFIGS
+    assert set(history["config_id"]) == MINI_CONFIGS
     assert history["judgments_version"].unique().to_list() == ["v2"]
     idcg = (default_project / "reports" / "idcg_changes.md").read_text()
     # v1 → v2 regraded q020 and added q101; both are among the dev queries here.
@@ -104,7 +88,7 @@ def test_report_card_and_audit_hold_on_the_default_grid(default_project):
     card = json.loads((default_project / "reports" / "card.json").read_text())
     assert card["judgments"]["version"] == "v2"
     observations = json.loads((default_project / "reports" / "observations.json").read_text())
-    assert len(observations["observations"]) == len(CONFIGS)
+    assert len(observations["observations"]) == len(MINI_CONFIGS)
     assert "minilm/c256" in (default_project / "reports" / "report.md").read_text()
     audit = run(["releval", "audit", "--all"], default_project, check=False)
     assert audit.returncode == 0, audit.stdout[-3000:] + audit.stderr[-3000:]
@@ -191,14 +175,14 @@ def test_opening_the_holdout_is_logged_first_then_scored_apart(default_project, 
     assert killed.returncode == 1
     entries = [json.loads(line) for line in log.read_text().splitlines()]
     assert len(entries) == 1 and entries[0]["split"] == "holdout"
-    assert set(entries[0]["configs"]) == CONFIGS and entries[0]["who"] == "releval tests"
+    assert set(entries[0]["configs"]) == MINI_CONFIGS and entries[0]["who"] == "releval tests"
     assert not (project / "reports" / "holdout").exists()
     # A whole opening: logged once more (one line per opening), scored into reports/holdout only.
     opened = run(["releval", "holdout"], project)
     assert "holdout opened" in opened.stdout
     assert len(log.read_text().splitlines()) == 2
     metrics = json.loads((project / "reports" / "holdout" / "metrics.json").read_text())
-    assert set(metrics["configs"]) == CONFIGS
+    assert set(metrics["configs"]) == MINI_CONFIGS
     assert (metrics["contract"]["split"], metrics["contract"]["queries"]) == ("holdout", len(SPLITS["holdout"]))
     per_query = pl.read_parquet(project / "reports" / "holdout" / "per_query.parquet")
     assert set(per_query["query_id"]) == SPLITS["holdout"]
@@ -212,15 +196,6 @@ def test_opening_the_holdout_is_logged_first_then_scored_apart(default_project, 
 
 
 # --------------------------------------------------------------------------- faults at the write
-
-
-def output_bytes(project: Path, roots=("data/work", "reports")) -> dict[str, bytes]:
-    return {
-        p.relative_to(project).as_posix(): p.read_bytes()
-        for root in roots
-        for p in sorted((project / root).rglob("*"))
-        if p.is_file() and ".releval-tmp-" not in p.name
-    }
 
 
 def assert_same_outputs(before: dict[str, bytes], after: dict[str, bytes]) -> None:

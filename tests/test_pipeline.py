@@ -14,26 +14,24 @@ import polars as pl
 import pytest
 import yaml
 
-from conftest import MINI_CHUNKINGS, MINI_QUERIES, ROOT, copy_project, make_pydocs_project, ran_stages, run
+from conftest import (
+    MINI_CHUNKINGS,
+    MINI_CONFIGS,
+    copy_project,
+    make_pydocs_project,
+    mini_queries,
+    output_bytes,
+    ran_stages,
+    run,
+)
 
 pytestmark = pytest.mark.slow
 
 MODELS, CHUNKINGS = ("minilm", "e5small"), ("c256", "c512")
-CONFIGS = (
-    {f"{m}/{c}" for m in MODELS for c in CHUNKINGS}
-    | {f"bm25/{c}" for c in CHUNKINGS}
-    | {f"rrf({m},bm25)/{c}" for m in MODELS for c in CHUNKINGS}
-    | {"minilm/c256+rerank(e5)"}
-)
 UP_TO_DATE = "Data and pipelines are up to date."
 # Stages DVC never restores from its run cache: archive's output persists; the others have outputs
 # with `cache: false` beyond metrics and plots. They rerun (cheaply) whenever their inputs move.
 NEVER_RUN_CACHED = {"archive", "rescore", "score", "report"}
-
-
-def dev_queries() -> set[str]:
-    rows = [json.loads(line) for line in (ROOT / "data" / "queries.jsonl").read_text().splitlines() if line.strip()]
-    return {r["query_id"] for r in rows if r["query_id"] in MINI_QUERIES and r["split"] == "dev"}
 
 
 def compose(project: Path, *change: str) -> None:
@@ -47,25 +45,19 @@ def repro(project: Path, *args: str) -> tuple[set[str], str]:
     return ran_stages(result.stdout), result.stdout + result.stderr
 
 
-def output_bytes(project: Path, root: str = "data/work") -> dict[str, bytes]:
-    return {
-        p.relative_to(project).as_posix(): p.read_bytes() for p in sorted((project / root).rglob("*")) if p.is_file()
-    }
-
-
 # --------------------------------------------------------------------------- what the default grid produced
 
 
 def test_grid_runs_every_configuration(default_project):
     metrics = json.loads((default_project / "reports" / "metrics.json").read_text())
-    assert set(metrics["configs"]) == CONFIGS
+    assert set(metrics["configs"]) == MINI_CONFIGS
     contract = metrics["contract"]
-    assert contract["judgments_version"] == "v2" and contract["queries"] == len(dev_queries())
+    assert contract["judgments_version"] == "v2" and contract["queries"] == len(mini_queries("dev"))
     for cid, row in metrics["configs"].items():
         assert 0.0 < row["ndcg@10"] <= 1.0, cid
         assert 0.0 < row["recall@100"] <= 1.0, cid
     per_query = pl.read_parquet(default_project / "reports" / "per_query.parquet")
-    assert per_query["config_id"].n_unique() == len(CONFIGS)
+    assert per_query["config_id"].n_unique() == len(MINI_CONFIGS)
     grid = (default_project / "reports" / "grid.md").read_text()
     assert "`rrf(minilm,bm25)/c256`" in grid and "`minilm/c256+rerank(e5)`" in grid and "p95 ms" in grid
 
@@ -139,7 +131,7 @@ def test_judgment_change_reencodes_nothing(default_project, tmp_path):
     i = next(
         i
         for i, r in enumerate(records)
-        if r["query_id"] in dev_queries() and r["grade"] == 3 and pairs.count(pairs[i]) == 1
+        if r["query_id"] in mini_queries("dev") and r["grade"] == 3 and pairs.count(pairs[i]) == 1
     )
     records[i]["grade"] = 1
     manifest, errors = read_manifest(version / "manifest.yaml", expected_version="v2")
@@ -154,7 +146,7 @@ def test_judgment_change_reencodes_nothing(default_project, tmp_path):
 
 def test_bad_chunk_size_fails_clearly_and_keeps_earlier_outputs(default_project, tmp_path):
     project = copy_project(default_project, tmp_path / "badchunk")
-    good = output_bytes(project)
+    good = output_bytes(project, ("data/work",))
 
     compose(project, "chunkings.c256.tokens=0")
     result = run(["dvc", "repro"], project, check=False)
@@ -163,7 +155,7 @@ def test_bad_chunk_size_fails_clearly_and_keeps_earlier_outputs(default_project,
     assert ran_stages(result.stdout) == {"chunk@c256"}
     # Every other output is as it was (DVC itself removes the failing stage's own outputs before running it).
     own = {"data/work/chunks/c256.parquet", "data/work/chunks/c256.json"}
-    assert {k: v for k, v in output_bytes(project).items() if k not in own} == {
+    assert {k: v for k, v in output_bytes(project, ("data/work",)).items() if k not in own} == {
         k: v for k, v in good.items() if k not in own
     }
 
@@ -174,7 +166,7 @@ def test_bad_chunk_size_fails_clearly_and_keeps_earlier_outputs(default_project,
     assert ran <= NEVER_RUN_CACHED, ran
     assert "Stage 'chunk@c256' is cached" in log
     assert not any(s.startswith(("chunk@", "encode@", "index@", "retrieve@")) for s in ran)
-    assert output_bytes(project) == good
+    assert output_bytes(project, ("data/work",)) == good
     assert run(["dvc", "status"], project).stdout.strip() == UP_TO_DATE
 
 

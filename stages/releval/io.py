@@ -70,8 +70,8 @@ def _fault(point: str, target: Path) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-def _write_chunked(target: str | os.PathLike, data) -> None:
-    """Write ``data`` atomically in at least two pieces (when it has two bytes), for ``mid-write``."""
+def write_bytes(target: str | os.PathLike, data: bytes | memoryview) -> None:
+    """Write ``data`` atomically, in at least two pieces (when it has two bytes) so ``mid-write`` can fire."""
     target = Path(target)
     view = memoryview(data).cast("B")
     size = len(view)
@@ -91,10 +91,6 @@ def _umask() -> int:
     return mask
 
 
-def write_bytes(target: str | os.PathLike, data: bytes) -> None:
-    _write_chunked(target, data)
-
-
 def write_text(target: str | os.PathLike, text: str) -> None:
     write_bytes(target, text.encode("utf-8"))
 
@@ -107,7 +103,7 @@ def write_parquet(target: str | os.PathLike, frame) -> None:
     """Write a polars DataFrame atomically (statistics off so identical data gives identical bytes)."""
     buffer = _pyio.BytesIO()
     frame.write_parquet(buffer, statistics=False, compression="zstd")
-    _write_chunked(target, buffer.getbuffer())
+    write_bytes(target, buffer.getbuffer())
 
 
 def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
@@ -137,7 +133,7 @@ def write_npy(target: str | os.PathLike, array) -> None:
 
     buffer = _pyio.BytesIO()
     np.save(buffer, array, allow_pickle=False)
-    _write_chunked(target, buffer.getbuffer())
+    write_bytes(target, buffer.getbuffer())
 
 
 def read_npy(path: str | os.PathLike):

@@ -16,6 +16,7 @@ import numpy as np
 import polars as pl
 
 from releval import io
+from releval.errors import InputError
 
 RUN_SCHEMA = {"query_id": pl.Utf8, "chunk_id": pl.Utf8, "doc_id": pl.Utf8, "score": pl.Float64, "rank": pl.Int64}
 
@@ -34,6 +35,31 @@ def fused_id(fusion: str, model: str, chunking: str) -> str:
 
 def reranked_id(base_id: str, reranker: str) -> str:
     return f"{base_id}+rerank({reranker})"
+
+
+def grid_config_ids(grid: dict) -> list[str]:
+    """Every configuration the grid declares, by id, sorted."""
+    ids = []
+    for chunking in grid["chunkings"]:
+        ids.append(bm25_id(chunking))
+        for model in grid["models"]:
+            ids.append(dense_id(model, chunking))
+            ids.extend(fused_id(fusion, model, chunking) for fusion in grid.get("fusions") or [])
+    for entry in (grid.get("reranked") or {}).values():
+        ids.append(reranked_id(run_path_id(entry["run"]), entry["reranker"]))
+    return sorted(ids)
+
+
+def run_path_id(path: str) -> str:
+    """The configuration id of a run folder under data/work/runs (``dense/minilm/c256`` → ``minilm/c256``)."""
+    parts = path.strip("/").split("/")
+    if parts[0] == "dense" and len(parts) == 3:
+        return dense_id(parts[1], parts[2])
+    if parts[0] == "bm25" and len(parts) == 2:
+        return bm25_id(parts[1])
+    if parts[0] == "fused" and len(parts) == 4:
+        return fused_id(*parts[1:])
+    raise InputError(f"not a first-stage run path: {path!r}", file="params.yaml", field="grid.reranked")
 
 
 def from_arrays(

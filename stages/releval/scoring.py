@@ -32,9 +32,7 @@ def document_run(chunk_run: pl.DataFrame, query_ids: Iterable[str] | None = None
     """A chunk-level run at the judged unit: each document at its best chunk's rank and score,
     restricted to ``query_ids`` when given. Columns: query_id, doc_id, score, rank."""
     doc_run = runs.collapse_to_documents(chunk_run)
-    if query_ids is not None:
-        doc_run = holdout.restrict(doc_run, query_ids)
-    return doc_run.select("query_id", "doc_id", "score", "rank")
+    return doc_run if query_ids is None else holdout.restrict(doc_run, query_ids)
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,6 @@ from pathlib import Path
 
 from releval import holdout, runs
 from releval.config import load_params, section
-from releval.errors import InputError
 
 SCRATCH = Path("data/work/holdout-opening")
 
@@ -34,31 +33,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--reports", default="reports/holdout", help="where its scores go")
     parser.add_argument("--log", default=str(holdout.DEFAULT_LOG))
     parser.add_argument("--who", help="who opens it (default: git config user.name)")
-
-
-def grid_config_ids(grid: dict) -> list[str]:
-    """Every configuration the grid declares, by id (what the opening will score)."""
-    ids = []
-    for chunking in grid["chunkings"]:
-        ids.append(runs.bm25_id(chunking))
-        for model in grid["models"]:
-            ids.append(runs.dense_id(model, chunking))
-            ids.extend(runs.fused_id(fusion, model, chunking) for fusion in grid.get("fusions") or [])
-    for entry in (grid.get("reranked") or {}).values():
-        ids.append(runs.reranked_id(run_path_id(entry["run"]), entry["reranker"]))
-    return sorted(ids)
-
-
-def run_path_id(path: str) -> str:
-    """The configuration id of a run folder under data/work/runs (``dense/minilm/c256`` → ``minilm/c256``)."""
-    parts = path.strip("/").split("/")
-    if parts[0] == "dense" and len(parts) == 3:
-        return runs.dense_id(parts[1], parts[2])
-    if parts[0] == "bm25" and len(parts) == 2:
-        return runs.bm25_id(parts[1])
-    if parts[0] == "fused" and len(parts) == 4:
-        return runs.fused_id(*parts[1:])
-    raise InputError(f"not a first-stage run path: {path!r}", file="params.yaml", field="grid.reranked")
 
 
 def stage_commands(grid: dict, split: str, scratch: Path, reports: Path) -> list[list[str]]:
@@ -129,7 +103,7 @@ def stage_commands(grid: dict, split: str, scratch: Path, reports: Path) -> list
 
 def run(args: argparse.Namespace) -> int:
     grid = section(load_params(), "grid")
-    configs = grid_config_ids(grid)
+    configs = runs.grid_config_ids(grid)
     command = ["releval", "holdout", *sys.argv[2:]] if sys.argv[1:2] == ["holdout"] else ["releval", "holdout"]
     opening = holdout.opening(configs, command, split=args.split, who=args.who)
     holdout.append_opening(args.log, opening)  # on record before anything of the holdout is read
