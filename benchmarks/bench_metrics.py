@@ -78,7 +78,7 @@ def timed(function: Callable[[], Any]) -> tuple[float, Any]:
 
 
 def measure_releval(qrels: pl.DataFrame, run: pl.DataFrame) -> dict[str, Any]:
-    from releval.metrics import Contract, evaluate
+    from releval.measurement.metrics import Contract, evaluate
 
     calls = [timed(lambda: evaluate(qrels, run, RELEVAL_METRICS, Contract.trec_eval())) for _ in range(3)]
     return {

@@ -27,7 +27,7 @@ REPEATS = 3
 
 
 def write_files(directory: Path) -> tuple[Path, Path]:
-    from releval.trec import write_trec_run
+    from releval.inputs.trec import write_trec_run
 
     qrels, run = build_collection()
     run_path, qrels_path = directory / "run.trec", directory / "qrels.trec"
@@ -78,7 +78,7 @@ def best_of(function, *args) -> tuple[float, object]:
 
 
 def main() -> None:
-    from releval.trec import _read_trec_tokens, RUN_COLUMNS
+    from releval.inputs.trec import _read_trec_tokens, RUN_COLUMNS
 
     with tempfile.TemporaryDirectory(prefix="releval-bench-score-") as tmp:
         run_path, qrels_path = write_files(Path(tmp))

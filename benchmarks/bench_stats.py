@@ -16,7 +16,7 @@ import time
 import numpy as np
 from scipy import stats as sps
 
-from releval import stats
+from releval.measurement import stats
 
 N_RESAMPLES, N_QUERIES, N_CONFIGS = 10_000, 1_000, 20
 

@@ -4,13 +4,13 @@ data/archive/ is a `persist: true` output: DVC does not delete it before this st
 runs from earlier commits and experiments stay. Adding a run that is already archived, keyed by
 (sha256 of run.parquet, configuration id), is a no-op; nothing is deleted or rewritten. Each new
 entry records the git commit (HEAD, and whether the workspace differed from it), the DVC stage
-that wrote the run and the digest of that stage's params in dvc.lock. See releval.archive.
+that wrote the run and the digest of that stage's params in dvc.lock. See releval.provenance.archive.
 """
 
 import argparse
 from pathlib import Path
 
-from releval import archive
+from releval.provenance import archive
 from releval.config import load_params, section
 from releval.stage import entry, warn
 

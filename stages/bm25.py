@@ -12,8 +12,9 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from releval import holdout, runs
-from releval.bm25 import BM25Index, TokenizerConfig, tokenize
+from releval.measurement import holdout
+from releval.retrieval import runs
+from releval.retrieval.bm25 import BM25Index, TokenizerConfig, tokenize
 from releval.config import build, load_params, section
 from releval.stage import entry
 

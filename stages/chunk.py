@@ -7,10 +7,10 @@ from pathlib import Path
 import polars as pl
 
 from releval import io
-from releval.chunking import chunk_documents, chunk_stats, load_tokenizer
+from releval.retrieval.chunking import chunk_documents, chunk_stats, load_tokenizer
 from releval.config import load_params, section
 from releval.errors import InputError
-from releval.models import resolve_folder
+from releval.retrieval.models import resolve_folder
 from releval.stage import entry
 
 

@@ -12,7 +12,7 @@ import polars as pl
 
 from releval import io
 from releval.config import load_params, section
-from releval.models import ModelConfig, load_sentence_transformer, read_manifest, timed_encode, token_lengths
+from releval.retrieval.models import ModelConfig, load_sentence_transformer, read_manifest, timed_encode, token_lengths
 from releval.stage import entry, warn
 
 

@@ -4,10 +4,10 @@ import argparse
 import dataclasses
 from pathlib import Path
 
-from releval import runs
+from releval.retrieval import runs
 from releval.config import build, load_params, section
 from releval.errors import InputError
-from releval.fusion import FusionConfig, fuse
+from releval.retrieval.fusion import FusionConfig, fuse
 from releval.stage import entry
 
 

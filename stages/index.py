@@ -6,7 +6,7 @@ from pathlib import Path
 
 from releval import io
 from releval.config import load_params, section
-from releval.dense import IndexConfig, build_index
+from releval.retrieval.dense import IndexConfig, build_index
 from releval.stage import entry
 
 

@@ -4,7 +4,7 @@ import argparse
 
 from releval import io
 from releval.config import load_params, section
-from releval.corpus import read_corpus
+from releval.inputs.corpus import read_corpus
 from releval.errors import InputError
 from releval.stage import entry
 

@@ -12,10 +12,11 @@ import argparse
 
 import polars as pl
 
-from releval import holdout, io
+from releval import io
+from releval.measurement import holdout
 from releval.config import load_params, section
-from releval.corpus import read_judgments
-from releval.judgments import doc_lengths, load_version
+from releval.inputs.corpus import read_judgments
+from releval.judging.judgments import doc_lengths, load_version
 from releval.errors import InputError
 from releval.stage import entry, warn
 

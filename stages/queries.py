@@ -8,8 +8,8 @@ import argparse
 
 from releval import io
 from releval.config import load_params, section
-from releval.corpus import read_queries
-from releval.schemas import load_queries
+from releval.inputs.corpus import read_queries
+from releval.inputs.schemas import load_queries
 from releval.errors import InputError
 from releval.stage import entry
 

@@ -3,7 +3,7 @@
 Reads reports/metrics.json, per_query.parquet and lineage.json (written by `score`), params.yaml,
 data/work/* (documents, queries, judgments, runs) and the holdout access log; writes
 
-* reports/card.json          the evaluation card (releval.card), validated
+* reports/card.json          the evaluation card (releval.provenance.card), validated
 * reports/observations.json  one observation per configuration under that card, validated
 * reports/report.md          grid, comparisons against grid.baseline, slices, worst queries,
                              the card, coverage and truncation warnings
@@ -22,8 +22,13 @@ from pathlib import Path
 
 import polars as pl
 
-from releval import card as cards
-from releval import compare, holdout, io, plots, runs, scoring
+from releval.provenance import card as cards
+from releval import io
+from releval.measurement import compare
+from releval.measurement import holdout
+from releval.reporting import plots
+from releval.retrieval import runs
+from releval.measurement import scoring
 from releval.config import load_params, section
 from releval.errors import InputError
 from releval.stage import entry, warn

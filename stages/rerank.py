@@ -16,11 +16,12 @@ from typing import NamedTuple
 import numpy as np
 import polars as pl
 
-from releval import io, runs
+from releval import io
+from releval.retrieval import runs
 from releval.config import load_params, section
 from releval.errors import InputError
-from releval.models import ModelConfig, encode, load_sentence_transformer, read_manifest, resolve_folder
-from releval.rerank import rerank_top_n, top_n_pairs
+from releval.retrieval.models import ModelConfig, encode, load_sentence_transformer, read_manifest, resolve_folder
+from releval.retrieval.rerank import rerank_top_n, top_n_pairs
 from releval.stage import entry
 
 
@@ -140,7 +141,7 @@ def _reusable_embeddings(emb_dir: Path, config: ModelConfig, manifest: dict, chu
 def _crossencoder_scores(cfg, pairs, queries, chunks):
     from sentence_transformers import CrossEncoder
 
-    from releval.models import weights_sha256
+    from releval.retrieval.models import weights_sha256
 
     folder = resolve_folder(cfg["model"])
     model = CrossEncoder(

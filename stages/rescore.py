@@ -19,11 +19,13 @@ from pathlib import Path
 
 import polars as pl
 
-from releval import archive, holdout, io
+from releval import io
+from releval.provenance import archive
+from releval.measurement import holdout
 from releval.config import load_params, section
 from releval.errors import InputError
-from releval.judgments import CHANGE_REPORT_SCHEMA, idcg_change_report, load_version
-from releval.metrics import contract_from_params
+from releval.judging.judgments import CHANGE_REPORT_SCHEMA, idcg_change_report, load_version
+from releval.measurement.metrics import contract_from_params
 from releval.stage import entry
 
 

@@ -12,10 +12,12 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from releval import holdout, io, runs
+from releval import io
+from releval.measurement import holdout
+from releval.retrieval import runs
 from releval.config import load_params, section
-from releval.dense import IndexConfig, recall_against_exact, restore_index, search
-from releval.models import ModelConfig, encode, load_sentence_transformer, read_manifest
+from releval.retrieval.dense import IndexConfig, recall_against_exact, restore_index, search
+from releval.retrieval.models import ModelConfig, encode, load_sentence_transformer, read_manifest
 from releval.stage import entry, warn
 
 LATENCY_SAMPLE = 100

@@ -17,12 +17,15 @@ from pathlib import Path
 
 import polars as pl
 
-from releval import holdout, io, runs, scoring
+from releval import io
+from releval.measurement import holdout
+from releval.retrieval import runs
+from releval.measurement import scoring
 from releval.config import load_params, section
-from releval.metrics import contract_from_params
-from releval.report import grid_markdown
+from releval.measurement.metrics import contract_from_params
+from releval.reporting.markdown import grid_markdown
 from releval.stage import entry, warn
-from releval.trec import write_trec_run
+from releval.inputs.trec import write_trec_run
 
 JUDGED_WARNING = 0.5  # judged@k below this: the number leans on unjudged documents counted as 0
 

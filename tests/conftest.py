@@ -138,7 +138,7 @@ def write_pydocs_mini(
     import gzip
     import json
 
-    from releval.judgments import read_manifest, write_version
+    from releval.judging.judgments import read_manifest, write_version
 
     src = ROOT / "data"
     wanted = set(query_ids)

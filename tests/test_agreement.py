@@ -11,10 +11,10 @@ import polars as pl
 import pytest
 from statsmodels.stats.inter_rater import cohens_kappa
 
-from releval.agreement import agreement, confusion_matrix, kappas
+from releval.judging.agreement import agreement, confusion_matrix, kappas
 from releval.cli import main
 from releval.errors import InputError
-from releval.judgments import Manifest
+from releval.judging.judgments import Manifest
 
 
 def table(grades: list[int], *, ids: list[str] | None = None) -> pl.DataFrame:

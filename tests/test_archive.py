@@ -1,4 +1,4 @@
-"""The run archive (releval.archive, stages/archive.py), re-scoring (stages/rescore.py) and
+"""The run archive (releval.provenance.archive, stages/archive.py), re-scoring (stages/rescore.py) and
 `releval archive` -- pure logic, a hand-checked history/IDCG example, and one real DVC project."""
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ import pytest
 import yaml
 
 from conftest import ROOT, make_project, ran_stages, run, write_pydocs_mini
-from releval import archive as ar
-from releval import judgments as jm
-from releval import runs
+from releval.provenance import archive as ar
+from releval.judging import judgments as jm
+from releval.retrieval import runs
 
 INV_LOG2_3 = 0.6309297535714575  # 1 / log2(3): the discount at rank 2
 INV_LOG2_4 = 0.5  # 1 / log2(4): the discount at rank 3
@@ -255,8 +255,8 @@ def test_workspace_runs_skip_folders_no_stage_made(tmp_path):
 
 
 def test_scored_queries_and_contract_match_the_score_stage():
-    from releval.holdout import select_queries
-    from releval.metrics import contract_from_params
+    from releval.measurement.holdout import select_queries
+    from releval.measurement.metrics import contract_from_params
 
     queries = pl.DataFrame({"query_id": ["q1", "q2", "q3"], "split": ["dev", "dev", "holdout"]})
     assert select_queries(queries, "dev")["query_id"].to_list() == ["q1", "q2"]

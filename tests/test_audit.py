@@ -16,10 +16,12 @@ import pytest
 import yaml
 
 from conftest import copy_project, run
-from releval import audit, io, runs
-from releval import judgments as jm
+from releval import io
+from releval.provenance import audit
+from releval.retrieval import runs
+from releval.judging import judgments as jm
 from releval.errors import InputError
-from releval.metrics import Contract, evaluate
+from releval.measurement.metrics import Contract, evaluate
 
 # --------------------------------------------------------------------------- the real project
 

@@ -20,7 +20,7 @@ test_utf16_with_bom_is_refused_at_line_1 [8]
 test_trec_readers_refuse_wrong_encodings_naming_file_and_line [3]
     TREC run UTF-16, TREC qrels Latin-1, JSONL run Latin-1: InputError "not UTF-8" naming file, line and field
 test_trec_encoding_errors_name_the_field
-    FIXED (bug 1): releval.trec now names field 'encoding'
+    FIXED (bug 1): releval.inputs.trec now names field 'encoding'
 test_corpus.py::test_non_utf8_line_is_named
     corpus jsonl Latin-1: ERR 'encoding' with byte offset
 test_corpus.py::test_non_utf8_folder_file_is_named
@@ -369,19 +369,19 @@ import polars as pl
 import pytest
 import yaml
 
-from releval import runs as run_tables
-from releval import schemas
-from releval.bm25 import TokenizerConfig
-from releval.chunking import chunk_documents, chunk_stats, load_tokenizer
+from releval.retrieval import runs as run_tables
+from releval.inputs import schemas
+from releval.retrieval.bm25 import TokenizerConfig
+from releval.retrieval.chunking import chunk_documents, chunk_stats, load_tokenizer
 from releval.cli import main as releval_main
 from releval.config import build, load_params, section
-from releval.corpus import EmptyTextWarning, read_corpus, read_judgments, read_queries
-from releval.dense import IndexConfig
+from releval.inputs.corpus import EmptyTextWarning, read_corpus, read_judgments, read_queries
+from releval.retrieval.dense import IndexConfig
 from releval.errors import InputError, InputErrors
-from releval.judgments import Manifest, doc_lengths, load_version, validate_version, write_version
-from releval.metrics import contract_from_params, evaluate
-from releval.models import ModelConfig
-from releval.trec import read_qrels, read_run, write_trec_run
+from releval.judging.judgments import Manifest, doc_lengths, load_version, validate_version, write_version
+from releval.measurement.metrics import contract_from_params, evaluate
+from releval.retrieval.models import ModelConfig
+from releval.inputs.trec import read_qrels, read_run, write_trec_run
 
 STAGES = Path(__file__).resolve().parents[1] / "stages"
 SCALE = {0: "not relevant", 1: "partial", 2: "relevant"}
@@ -645,7 +645,7 @@ def test_trec_readers_accept_a_utf8_bom(tmp_path, name, text, reader):
 
 
 def test_empty_and_blank_texts_are_kept_counted_and_warned(tmp_path):
-    """Documented policy (releval.corpus): kept, never dropped; one EmptyTextWarning lists them with lines;
+    """Documented policy (releval.inputs.corpus): kept, never dropped; one EmptyTextWarning lists them with lines;
     chunking gives them no chunk and counts them."""
     path = write(
         tmp_path / "c.jsonl",
@@ -1131,7 +1131,7 @@ def test_conflicting_judgments_by_one_annotator_are_refused(tmp_path):
 
 
 def test_conflicting_grades_by_different_annotators_give_the_lower_median(tmp_path):
-    """Documented policy (releval.judgments): several annotators of one pair -> the lower median, not an error."""
+    """Documented policy (releval.judging.judgments): several annotators of one pair -> the lower median."""
     directory = make_set(tmp_path, "v1", [qrels_record(g=2), qrels_record(g=0, a="bob"), qrels_record(d="d2", g=1)])
     assert load_version(directory).qrels().rows() == [("q1", "d1", 0), ("q1", "d2", 1)]
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from rank_bm25 import BM25Okapi
 
-from releval.bm25 import ENGLISH_STOPWORDS, BM25Index, TokenizerConfig, tokenize, top_k_indices
+from releval.retrieval.bm25 import ENGLISH_STOPWORDS, BM25Index, TokenizerConfig, tokenize, top_k_indices
 from releval.errors import InputError
 
 from conftest import CRANFIELD, CRANFIELD_MISSING
@@ -271,7 +271,7 @@ def test_top_k_handles_negative_scores():
 
 
 def test_top_k_batches_larger_than_one_dense_block(monkeypatch):
-    import releval.bm25 as bm25
+    import releval.retrieval.bm25 as bm25
 
     monkeypatch.setattr(bm25, "_MAX_DENSE_BLOCK", 50)  # 1 query per block with 40 documents
     rng = np.random.default_rng(3)

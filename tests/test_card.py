@@ -6,7 +6,7 @@ import json
 import polars as pl
 import pytest
 
-from releval import card as cards
+from releval.provenance import card as cards
 from releval.errors import InputError, InputErrors
 
 CONTRACT = {
@@ -361,8 +361,10 @@ def tiny_scored_repo(root):
     import shutil
 
     from conftest import ROOT
-    from releval import holdout, io, runs
-    from releval.metrics import Contract, evaluate
+    from releval import io
+    from releval.measurement import holdout
+    from releval.retrieval import runs
+    from releval.measurement.metrics import Contract, evaluate
 
     work = root / "data" / "work"
     work.mkdir(parents=True)

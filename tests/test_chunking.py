@@ -10,8 +10,8 @@ import polars as pl
 import pytest
 from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
-from releval import chunking
-from releval.chunking import (
+from releval.retrieval import chunking
+from releval.retrieval.chunking import (
     CHUNKS_SCHEMA,
     chunk_documents,
     chunk_stats,
@@ -19,7 +19,7 @@ from releval.chunking import (
     spans_to_chunks,
     token_windows,
 )
-from releval.corpus import EmptyTextWarning, read_corpus
+from releval.inputs.corpus import EmptyTextWarning, read_corpus
 from releval.errors import InputError
 
 from conftest import CRANFIELD, needs_cranfield

@@ -1,4 +1,4 @@
-"""Tests for `releval compare` and releval.compare: refusals, verdicts, the hand example,
+"""Tests for `releval compare` and releval.measurement.compare: refusals, verdicts, the hand example,
 Holm in the grid against statsmodels, threshold stability, run files and the REV:config form.
 
 Every test builds real files (reports, queries, qrels, runs) in a temporary folder and runs the
@@ -18,9 +18,9 @@ import pytest
 from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 
-from releval import compare
+from releval.measurement import compare
 from releval.cli import main as cli_main
-from releval.metrics import Contract, evaluate
+from releval.measurement.metrics import Contract, evaluate
 
 METRICS = ["ndcg@10", "recall@100", "hit@10"]
 
@@ -520,7 +520,7 @@ def test_document_ranks_count_documents_not_chunks():
 
 
 def test_grid_verdict_follows_the_holm_adjusted_test():
-    from releval.compare import grid_verdict
+    from releval.measurement.compare import grid_verdict
 
     assert grid_verdict(-0.10, 0.43, 0.05) == "inconclusive"  # raw p 0.03, but 15 comparisons
     assert grid_verdict(-0.10, 0.01, 0.05) == "regression"

@@ -9,7 +9,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from releval.corpus import (
+from releval.inputs.corpus import (
     CRANFIELD_GRADE_MAP,
     DOCS_SCHEMA,
     JUDGMENTS_SCHEMA,

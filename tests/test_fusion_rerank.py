@@ -8,11 +8,11 @@ import numpy as np
 import polars as pl
 import pytest
 
-from releval import runs
-from releval.dense import IndexConfig, build_index, recall_against_exact, search
+from releval.retrieval import runs
+from releval.retrieval.dense import IndexConfig, build_index, recall_against_exact, search
 from releval.errors import InputError
-from releval.fusion import FusionConfig, fuse, normalize_per_query, reciprocal_rank_fusion, score_fusion
-from releval.rerank import rerank_top_n
+from releval.retrieval.fusion import FusionConfig, fuse, normalize_per_query, reciprocal_rank_fusion, score_fusion
+from releval.retrieval.rerank import rerank_top_n
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -7,7 +7,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from releval import compare
+from releval.measurement import compare
 from test_compare import Project, constructed, git, project, qids  # noqa: F401  (project: the shared fixture)
 
 
@@ -122,7 +122,7 @@ def test_must_never_break_checks_a_run_file_candidate(tmp_path, capsys):
     """A TREC run as candidate: scored against the qrels, and its own ranks checked."""
     proj = must_project(tmp_path, {"q003"})
     ids = qids(30)
-    from releval.metrics import evaluate  # the baseline must be scored like the candidate
+    from releval.measurement.metrics import evaluate  # the baseline must be scored like the candidate
 
     lines = [f"{q} Q0 {q}-rel 1 9 t" for q in ids if q != "q003"]
     lines += ["q003 Q0 q003-a 1 9 t", "q003 Q0 q003-b 2 8 t", "q003 Q0 q003-rel 3 7 t"]

@@ -8,7 +8,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from releval import holdout
+from releval.measurement import holdout
 from releval.errors import InputError
 
 
@@ -244,7 +244,7 @@ def test_an_opening_already_logged_by_the_holdout_command_is_not_logged_twice(tm
 
 def test_the_holdout_command_names_every_grid_configuration_and_runs_stages_in_order():
     from releval.commands.holdout import stage_commands
-    from releval.runs import grid_config_ids, run_path_id
+    from releval.retrieval.runs import grid_config_ids, run_path_id
 
     grid = {
         "models": ["m"],

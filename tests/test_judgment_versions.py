@@ -10,10 +10,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from releval import judgments as jm
+from releval.judging import judgments as jm
 from releval.errors import InputError, InputErrors
-from releval.metrics import evaluate
-from releval.schemas import Record
+from releval.measurement.metrics import evaluate
+from releval.inputs.schemas import Record
 
 INV_LOG2_3 = 0.6309297535714575  # 1 / log2(3): the discount at rank 2
 INV_LOG2_4 = 0.5  # 1 / log2(4): the discount at rank 3

@@ -10,7 +10,7 @@ import pytest
 import pytrec_eval
 
 from releval.errors import InputError
-from releval.metrics import (
+from releval.measurement.metrics import (
     Contract,
     ContractMismatchError,
     Metric,

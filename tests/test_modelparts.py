@@ -3,7 +3,7 @@ import zipfile
 import pytest
 
 from releval.errors import InputError
-from releval.modelparts import part_files, safe_members
+from releval.builders.modelparts import part_files, safe_members
 
 
 def make_zip(path, names):

@@ -6,7 +6,7 @@ import shutil
 import pytest
 
 from releval.errors import InputError
-from releval.models import ModelConfig, model_folder, read_manifest, resolve_folder, weights_sha256
+from releval.retrieval.models import ModelConfig, model_folder, read_manifest, resolve_folder, weights_sha256
 
 
 def test_missing_model_path_names_the_folder(tmp_path):

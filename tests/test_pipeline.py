@@ -121,7 +121,7 @@ def test_model_change_reencodes_only_that_model(default_project, tmp_path):
 
 
 def test_judgment_change_reencodes_nothing(default_project, tmp_path):
-    from releval.judgments import read_manifest, set_files, write_version
+    from releval.judging.judgments import read_manifest, set_files, write_version
 
     project = copy_project(default_project, tmp_path / "judgments")
     version = project / "data" / "judgments" / "v2"
@@ -175,7 +175,7 @@ def test_bad_chunk_size_fails_clearly_and_keeps_earlier_outputs(default_project,
 
 def test_same_model_under_two_names_gives_the_same_numbers(tmp_path):
     """The pipeline adds no noise: one model run under two names scores the same on every query."""
-    from releval.runs import rank_by_score
+    from releval.retrieval.runs import rank_by_score
 
     project = make_pydocs_project(
         tmp_path / "twins",

@@ -6,7 +6,7 @@ import pytest
 from rank_bm25 import BM25Okapi
 
 from conftest import make_project, require_cranfield, run
-from releval.bm25 import TokenizerConfig, tokenize
+from releval.retrieval.bm25 import TokenizerConfig, tokenize
 
 pytestmark = pytest.mark.slow
 

@@ -12,10 +12,11 @@ import polars as pl
 import pytest
 
 from conftest import ROOT, run
-from releval import plots, stats
-from releval.compare import NotComparable
+from releval.reporting import plots
+from releval.measurement import stats
+from releval.measurement.compare import NotComparable
 from releval.errors import InputError
-from releval.metrics import Contract, evaluate
+from releval.measurement.metrics import Contract, evaluate
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMIUM_FLAGS = [
@@ -329,7 +330,7 @@ def assert_judged_warnings(report: str, metrics: dict) -> list[str]:
 def test_report_warns_where_most_top_documents_are_unjudged(default_project, tmp_path):
     """Judgments that keep only the relevant documents leave most retrieved documents unjudged."""
     from conftest import copy_project
-    from releval import judgments as jm
+    from releval.judging import judgments as jm
 
     project = copy_project(default_project, tmp_path / "sparse")
     folder = project / "data" / "judgments" / "v2"

@@ -11,10 +11,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from releval import runs
+from releval.retrieval import runs
 from releval.cli import main
-from releval.pool import build_pool, read_filled_pool, snippet
-from releval.judgments import Manifest, load_version
+from releval.judging.pool import build_pool, read_filled_pool, snippet
+from releval.judging.judgments import Manifest, load_version
 
 DOCS = {
     "alpha": ("Alpha", "alpha text " * 40),

@@ -1,6 +1,6 @@
 """Property tests (hypothesis) on the metric engine and the parsers.
 
-Metric engine (``releval.metrics.evaluate``), on random graded qrels and runs (finite scores, ties
+Metric engine (``releval.measurement.metrics.evaluate``), on random graded qrels and runs (finite scores, ties
 likely, full-range floats included, random contracts):
 
 * every metric lies in [0, 1] except dcg (>= 0), and ceiling@k >= ndcg@k;
@@ -38,10 +38,17 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from releval.corpus import EmptyTextWarning, read_corpus
+from releval.inputs.corpus import EmptyTextWarning, read_corpus
 from releval.errors import InputError
-from releval.metrics import GAINS, MISSING_IN_RUN_POLICIES, NO_RELEVANT_POLICIES, TIE_RULES, Contract, evaluate
-from releval.trec import read_qrels, read_run, write_trec_run
+from releval.measurement.metrics import (
+    GAINS,
+    MISSING_IN_RUN_POLICIES,
+    NO_RELEVANT_POLICIES,
+    TIE_RULES,
+    Contract,
+    evaluate,
+)
+from releval.inputs.trec import read_qrels, read_run, write_trec_run
 
 SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

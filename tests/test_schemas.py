@@ -9,9 +9,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from releval import schemas
+from releval.inputs import schemas
 from releval.errors import InputError, InputErrors
-from releval.judgments import read_manifest, validate_version
+from releval.judging.judgments import read_manifest, validate_version
 
 SCALE = {0: "not relevant", 1: "partial", 2: "relevant"}
 

@@ -1,4 +1,4 @@
-"""Tests for releval.stats: each statistic against an independent reference (scipy, statsmodels,
+"""Tests for releval.measurement.stats: each statistic against an independent reference (scipy, statsmodels,
 brute force) or a property a wrong implementation would break."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.power import TTestPower
 
-from releval import stats
+from releval.measurement import stats
 from releval.cli import main as cli_main
 from releval.errors import InputError
 

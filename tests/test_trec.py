@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 from releval.errors import InputError
-from releval.trec import infer_format, read_qrels, read_run, write_trec_run
+from releval.inputs.trec import infer_format, read_qrels, read_run, write_trec_run
 
 DATA = Path(__file__).parent / "data" / "trec"
 
@@ -326,8 +326,8 @@ def outcome(read, path):
 
 @pytest.mark.parametrize("kind, text", [("run", t) for t in RUN_TEXTS] + [("qrels", t) for t in QRELS_TEXTS])
 def test_the_fast_reader_and_the_token_reader_agree_on_tables_and_messages(tmp_path, kind, text):
-    from releval import trec
-    from releval.metrics import check_qrels, check_run
+    from releval.inputs import trec
+    from releval.measurement.metrics import check_qrels, check_run
 
     path = tmp_path / f"{kind}.txt"
     path.write_bytes(text.encode("utf-8"))
@@ -348,7 +348,7 @@ def test_the_fast_reader_and_the_token_reader_agree_on_tables_and_messages(tmp_p
 
 
 def test_the_fast_path_is_taken_for_plain_files(tmp_path):
-    from releval import trec
+    from releval.inputs import trec
 
     path = tmp_path / "run.trec"
     path.write_text(RUN_TEXTS[0])

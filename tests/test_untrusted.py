@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from releval import io
-from releval.card import declared_protocol
+from releval.provenance.card import declared_protocol
 from releval.errors import InputError
-from releval.models import ModelConfig
+from releval.retrieval.models import ModelConfig
 
 STAGES = Path(__file__).resolve().parents[1] / "stages"
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from releval.cli import main
-from releval.judgments import Manifest
+from releval.judging.judgments import Manifest
 
 PROBLEM = re.compile(r"^(?P<file>[^:]+):(?P<line>\d+): field '(?P<field>[^']+)': .+$")
 

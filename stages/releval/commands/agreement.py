@@ -10,7 +10,7 @@ names the two annotators to compare within it (default: its two annotators, when
 two). The figures are computed on the (query, document) pairs both judged; the grades are the
 declared scale's (manifest ``scale``) when a set is given, else the grades used. Prints the
 number of shared pairs, linear weighted kappa, unweighted kappa, raw agreement and the confusion
-matrix (definitions in :mod:`releval.agreement`).
+matrix (definitions in :mod:`releval.judging.agreement`).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from pathlib import Path
 
 import polars as pl
 
-from releval import judgments as jmod
-from releval.agreement import agreement, render
+from releval.judging import judgments as jmod
+from releval.judging.agreement import agreement, render
 from releval.errors import InputError
 
 

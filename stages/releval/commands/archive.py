@@ -16,7 +16,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from releval import archive
+from releval.provenance import archive
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

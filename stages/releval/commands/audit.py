@@ -24,7 +24,7 @@ import argparse
 import json
 from pathlib import Path
 
-from releval import audit
+from releval.provenance import audit
 from releval.errors import InputError
 
 

@@ -16,7 +16,7 @@ BASELINE and CANDIDATE each name scores in one of three ways, tried in this orde
   work in any clone.
 
 The two must share their contract and their query set; otherwise the command refuses and names
-the difference (exit 2). This module does the reading; the logic is in :mod:`releval.compare`.
+the difference (exit 2). This module does the reading; the logic is in :mod:`releval.measurement.compare`.
 """
 
 from __future__ import annotations
@@ -33,7 +33,10 @@ from typing import Any
 
 import polars as pl
 
-from releval import compare, holdout, runs, scoring
+from releval.measurement import compare
+from releval.measurement import holdout
+from releval.retrieval import runs
+from releval.measurement import scoring
 from releval.errors import InputError
 
 
@@ -198,10 +201,10 @@ def read_run_file(path: str | Path) -> pl.DataFrame:
 
     A releval run table (parquet with chunk_id or rank, or a run folder holding run.parquet) is
     collapsed to documents exactly as the score stage does; anything else is read by
-    :func:`releval.trec.read_run` (TREC text, JSONL or parquet with query_id, doc_id, score).
+    :func:`releval.inputs.trec.read_run` (TREC text, JSONL or parquet with query_id, doc_id, score).
     """
-    from releval import trec
-    from releval.metrics import check_run
+    from releval.inputs import trec
+    from releval.measurement.metrics import check_run
 
     path = Path(path)
     if path.is_dir():

@@ -36,7 +36,7 @@ import argparse
 import sys
 import traceback
 
-from releval import compare
+from releval.measurement import compare
 from releval.commands import compare as compare_command
 from releval.errors import InputError
 

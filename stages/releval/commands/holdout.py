@@ -17,7 +17,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from releval import holdout, runs
+from releval.measurement import holdout
+from releval.retrieval import runs
 from releval.config import load_params, section
 
 SCRATCH = Path("data/work/holdout-opening")

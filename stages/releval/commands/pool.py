@@ -7,8 +7,8 @@
 
 Making a pool. Each RUN is a releval run folder (``run.json`` + ``run.parquet``, e.g.
 ``data/work/runs/dense/minilm/c256``), a folder holding such folders (every run below it), or a
-run file (TREC, JSONL, parquet; read by :func:`releval.trec.read_run`). A run folder's chunks
-are collapsed to documents (:func:`releval.scoring.document_run`: a document ranks where
+run file (TREC, JSONL, parquet; read by :func:`releval.inputs.trec.read_run`). A run folder's chunks
+are collapsed to documents (:func:`releval.measurement.scoring.document_run`: a document ranks where
 its best chunk ranks); a run file is ordered by score, ties by doc_id. The pool is the union over
 runs of each query's top ``--depth`` documents, less the (query, document) pairs already judged
 in ``--judgments`` by anyone. Columns: ``query_id, query, doc_id, title, snippet, grade,
@@ -38,10 +38,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from releval import judgments as jmod
-from releval.corpus import dataset_root_of, find_corpus, find_queries, read_docs
+from releval.judging import judgments as jmod
+from releval.inputs.corpus import dataset_root_of, find_corpus, find_queries, read_docs
 from releval.errors import InputError, InputErrors
-from releval.pool import (
+from releval.judging.pool import (
     build_pool,
     expand_runs,
     read_any_run,
@@ -133,7 +133,7 @@ def _run_import(args: argparse.Namespace) -> int:
 def _import(args: argparse.Namespace) -> int:
     if not args.into:
         raise InputError("--import needs --into SET_DIR", file="<command line>", field="into")
-    from releval.schemas import load_queries
+    from releval.inputs.schemas import load_queries
 
     into = Path(args.into)
     records, ungraded, read_errors = read_filled_pool(args.import_path, args.annotator)

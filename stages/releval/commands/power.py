@@ -22,7 +22,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from releval import stats
+    from releval.measurement import stats
 
     setting = f"sd {args.sd:g}, alpha {args.alpha:g}, power {args.power:g}, two-sided paired t-test"
     if args.delta is not None:

@@ -9,7 +9,7 @@ import sys
 
 from releval import io
 from releval.errors import InputError
-from releval.metrics import (
+from releval.measurement.metrics import (
     GAINS,
     MISSING_IN_RUN_POLICIES,
     NO_RELEVANT_POLICIES,
@@ -19,7 +19,7 @@ from releval.metrics import (
     evaluate,
     parse_metrics,
 )
-from releval.trec import FORMATS, read_qrels, read_run
+from releval.inputs.trec import FORMATS, read_qrels, read_run
 
 DEFAULT_METRICS = "ndcg@10,recall@100,map,mrr@10,p@10,judged@10"
 _CONTRACT_OPTIONS = {

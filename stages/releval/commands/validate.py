@@ -28,11 +28,11 @@ import sys
 from pathlib import Path
 import polars as pl
 
-from releval import judgments as jmod
-from releval.corpus import QUERIES_NAME, dataset_root_of, find_corpus, find_queries, read_docs
-from releval.pool import read_filled_pool
+from releval.judging import judgments as jmod
+from releval.inputs.corpus import QUERIES_NAME, dataset_root_of, find_corpus, find_queries, read_docs
+from releval.judging.pool import read_filled_pool
 from releval.errors import InputError, InputErrors
-from releval.schemas import check_references, validate_judgment_records, validate_judgments, validate_queries
+from releval.inputs.schemas import check_references, validate_judgment_records, validate_judgments, validate_queries
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

@@ -12,7 +12,7 @@ A judgment set is a directory ``data/judgments/<version>/`` holding
     ``judgments_sha256``  sha256 of ``judgments.jsonl``'s bytes: an edit without a new manifest is caught
     ``description``       optional free text
 ``judgments.jsonl``
-    one judgment per line (fields in :mod:`releval.schemas`)
+    one judgment per line (fields in :mod:`releval.inputs.schemas`)
 the rubric file (e.g. ``RUBRIC.md``)
 
 Example ``manifest.yaml``::
@@ -53,7 +53,7 @@ import polars as pl
 
 from releval import io
 from releval.errors import InputError
-from releval.schemas import Record, check_references, raise_all, validate_judgment_records, validate_judgments
+from releval.inputs.schemas import Record, check_references, raise_all, validate_judgment_records, validate_judgments
 
 MANIFEST_NAME = "manifest.yaml"
 JUDGMENTS_NAME = "judgments.jsonl"

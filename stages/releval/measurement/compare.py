@@ -2,7 +2,7 @@
 
 Pure logic: polars tables and dicts in, dataclasses and text out. The command modules
 (`releval compare`, `releval gate`) do the reading; every statistic comes from
-:mod:`releval.stats`.
+:mod:`releval.measurement.stats`.
 
 A *side* of a comparison is one configuration's per-query scores (``query_id`` plus one column
 per metric) together with the full contract it was scored under (the ``contract`` block of
@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from releval import stats
+from releval.measurement import stats
 from releval.errors import InputError
 
 # Contract fields that do not change what a per-query number means: which metrics were

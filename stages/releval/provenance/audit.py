@@ -10,8 +10,8 @@ installed package versions and the git commit.
 
 * **recompute**: the number again from the stored run and judgments, with the metric engine,
   under the contract recorded in metrics.json, chunks collapsed to documents exactly as
-  stages/score.py does (:mod:`releval.scoring`), on the queries score.py
-  scored (:mod:`releval.holdout`); equal means bit-for-bit equal;
+  stages/score.py does (:mod:`releval.measurement.scoring`), on the queries score.py
+  scored (:mod:`releval.measurement.holdout`); equal means bit-for-bit equal;
 * **run file**: its sha256 against reports/lineage.json;
 * **dvc.lock**: every recorded hash of every stage in the lineage against the files on disk,
   using DVC's own status (``Repo.status()``, DVC's md5 and ``.dir`` hashing) and, for
@@ -43,7 +43,9 @@ from typing import Any
 import polars as pl
 import yaml
 
-from releval import holdout, io, runs
+from releval import io
+from releval.measurement import holdout
+from releval.retrieval import runs
 from releval.errors import InputError
 
 PACKAGES = (
@@ -399,7 +401,7 @@ def recompute(
     root: str | Path, contract: Mapping[str, Any], run_dirs: Mapping[str, str], metrics: Sequence[str] | None = None
 ) -> dict[str, dict[str, Any]]:
     """Score each run folder again: config_id -> {"mean": {...}, "slices": {...} | None}."""
-    from releval import scoring
+    from releval.measurement import scoring
 
     root = Path(root)
     if contract.get("collapse", "first") != "first":

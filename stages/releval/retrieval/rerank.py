@@ -10,7 +10,7 @@ from __future__ import annotations
 import polars as pl
 
 from releval.errors import InputError
-from releval.runs import rank_by_score
+from releval.retrieval.runs import rank_by_score
 
 
 def rerank_top_n(run: pl.DataFrame, new_scores: pl.DataFrame, top_n: int) -> pl.DataFrame:

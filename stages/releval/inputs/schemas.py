@@ -13,7 +13,7 @@ the 1-based line and the field):
 
     {"query_id": "q001", "text": "sort a dict by value", "split": "dev", "slices": ["howto"], "must_never_break": false}
 
-``judgments.jsonl`` (inside a judgment-set directory, see :mod:`releval.judgments`)
+``judgments.jsonl`` (inside a judgment-set directory, see :mod:`releval.judging.judgments`)
     ``query_id``, ``doc_id``  non-empty strings (integers accepted, read as strings)
     ``grade``      an integer on the set's declared scale (``manifest.yaml`` ``scale``); a string
                    such as ``"2"``, a float such as ``2.0`` or a boolean is refused

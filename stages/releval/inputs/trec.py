@@ -1,6 +1,6 @@
 """Read judgments and runs (TREC text, releval JSONL, parquet); write TREC run files.
 
-Tables come back in the shapes :mod:`releval.metrics` takes: qrels ``query_id, doc_id, grade``
+Tables come back in the shapes :mod:`releval.measurement.metrics` takes: qrels ``query_id, doc_id, grade``
 and runs ``query_id, doc_id, score``. Every problem is an :class:`InputError` naming the file,
 the 1-based line (for parquet: the row) and the field.
 
@@ -22,7 +22,7 @@ import polars as pl
 
 from releval import io
 from releval.errors import InputError
-from releval.metrics import check_qrels, check_run
+from releval.measurement.metrics import check_qrels, check_run
 
 FORMATS = ("trec", "jsonl", "parquet")
 QRELS_COLUMNS = ("query_id", "iteration", "doc_id", "grade")

@@ -17,9 +17,12 @@ from typing import Any, Iterable
 
 import polars as pl
 
-from releval import io, runs, scoring, trec
+from releval import io
+from releval.retrieval import runs
+from releval.measurement import scoring
+from releval.inputs import trec
 from releval.errors import InputError
-from releval.schemas import Record, raise_all, read_jsonl
+from releval.inputs.schemas import Record, raise_all, read_jsonl
 
 POOL_COLUMNS = ("query_id", "query", "doc_id", "title", "snippet", "grade", "annotator", "notes")
 SNIPPET_CHARS = 300
@@ -80,7 +83,7 @@ def read_query_texts(path: str | Path, fmt: str = "jsonl") -> pl.DataFrame:
         except Exception as exc:  # polars raises several types
             raise InputError(f"not a readable query table: {exc}", file=str(path), field="path") from None
         return frame.select(pl.col("query_id").cast(pl.Utf8), pl.col("text").cast(pl.Utf8))
-    from releval.corpus import read_queries
+    from releval.inputs.corpus import read_queries
 
     return read_queries(path, fmt).select("query_id", "text")
 

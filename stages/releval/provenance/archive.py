@@ -22,8 +22,8 @@ from a commit or experiment), the DVC stage that wrote it and the digest of that
 parameters as dvc.lock records them, the dataset name, and when it was first archived.
 
 Re-scoring (:func:`rescore`) reads only run tables: it collapses each to documents and scores it
-exactly as the ``score`` stage does (:mod:`releval.scoring`,
-:func:`releval.metrics.evaluate`, holdout queries left out).
+exactly as the ``score`` stage does (:mod:`releval.measurement.scoring`,
+:func:`releval.measurement.metrics.evaluate`, holdout queries left out).
 """
 
 from __future__ import annotations
@@ -42,9 +42,12 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 import polars as pl
 import yaml
 
-from releval import holdout, io, runs, scoring
+from releval import io
+from releval.measurement import holdout
+from releval.retrieval import runs
+from releval.measurement import scoring
 from releval.errors import InputError
-from releval.metrics import Contract, parse_metrics
+from releval.measurement.metrics import Contract, parse_metrics
 
 INDEX_NAME = "index.parquet"
 RUNS_DIR = "runs"

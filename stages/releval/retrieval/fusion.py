@@ -1,4 +1,4 @@
-"""Fusion of ranked runs. Each rule is one function over run tables (see releval.runs)."""
+"""Fusion of ranked runs. Each rule is one function over run tables (see releval.retrieval.runs)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import dataclasses
 import polars as pl
 
 from releval.errors import InputError
-from releval.runs import rank_by_score
+from releval.retrieval.runs import rank_by_score
 
 KEY = ["query_id", "chunk_id", "doc_id"]
 METHODS = ("rrf", "score")

@@ -1,0 +1,1 @@
+"""Judging: versioned judgment sets, the blind pool for annotators, inter-annotator agreement."""

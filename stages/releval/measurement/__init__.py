@@ -1,0 +1,2 @@
+"""Measurement: the metric engine under a contract, the one scoring path, the sealed holdout,
+paired statistics and comparisons."""

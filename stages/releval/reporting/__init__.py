@@ -1,0 +1,1 @@
+"""Reporting: markdown and HTML reports and plots rendered from scored results."""
