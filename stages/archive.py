@@ -10,20 +10,21 @@ that wrote the run and the digest of that stage's params in dvc.lock. See releva
 import argparse
 from pathlib import Path
 
-from releval.provenance import archive
+from releval import paths
+from releval.provenance import archive, revisions
 from releval.config import load_params, section
 from releval.stage import entry, warn
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--runs-root", default=archive.DEFAULT_RUNS_ROOT)
-    parser.add_argument("--archive", default="data/archive")
-    parser.add_argument("--lock", default="dvc.lock")
+    parser.add_argument("--runs-root", default=paths.RUNS)
+    parser.add_argument("--archive", default=paths.ARCHIVE)
+    parser.add_argument("--lock", default=paths.DVC_LOCK)
     args = parser.parse_args()
     dataset = str(section(load_params(), "dataset.name"))
     lock_path = Path(args.lock)
-    lock = archive.parse_lock(
+    lock = revisions.parse_lock(
         lock_path.read_text(encoding="utf-8") if lock_path.exists() else None, source=str(lock_path)
     )
     repo = Path(".")

@@ -12,21 +12,20 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from releval import paths
 from releval.measurement import holdout
 from releval.retrieval import runs
 from releval.retrieval.bm25 import BM25Index, TokenizerConfig, tokenize
 from releval.config import build, load_params, section
 from releval.stage import entry
 
-LATENCY_SAMPLE = 100
-
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--chunking", required=True)
-    parser.add_argument("--queries", default="data/work/queries.parquet")
-    parser.add_argument("--chunks-dir", default="data/work/chunks")
-    parser.add_argument("--out-root", default="data/work/runs/bm25")
+    parser.add_argument("--queries", default=paths.QUERIES)
+    parser.add_argument("--chunks-dir", default=paths.CHUNKS)
+    parser.add_argument("--out-root", default=paths.BM25_RUNS)
     holdout.add_split_argument(parser)
     args = parser.parse_args()
     cfg = section(load_params(), "retriever.bm25")
@@ -44,11 +43,9 @@ def main() -> None:
     query_tokens = [tokenize(t, tokenizer) for t in queries["text"].to_list()]
     positions, scores = index.top_k(query_tokens, int(cfg["top_k"]))
     positions = np.where(scores > 0, positions, -1)
-    seconds = []
-    for text in queries["text"].to_list()[:LATENCY_SAMPLE]:
-        t0 = time.perf_counter()
-        index.top_k([tokenize(text, tokenizer)], int(cfg["top_k"]))
-        seconds.append(time.perf_counter() - t0)
+    latencies = runs.per_query_latency(
+        lambda text: index.top_k([tokenize(text, tokenizer)], int(cfg["top_k"])), queries["text"].to_list()
+    )
     run = runs.from_arrays(queries["query_id"].to_list(), positions, scores, chunks)
     meta = {
         "config_id": runs.bm25_id(args.chunking),
@@ -60,7 +57,7 @@ def main() -> None:
         "ops": {
             "index_bytes": int(index.nbytes),
             "index_build_s": round(build_s, 3),
-            **runs.latency_summary(np.array(seconds)),
+            **latencies,
             "peak_rss_bytes": runs.peak_rss_bytes(),
         },
         "models": {},

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import polars as pl
 
-from releval import io
+from releval import io, paths
 from releval.retrieval.chunking import chunk_documents, chunk_stats, load_tokenizer
 from releval.config import load_params, section
 from releval.errors import InputError
@@ -17,8 +17,8 @@ from releval.stage import entry
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--chunking", required=True)
-    parser.add_argument("--docs", default="data/work/docs.parquet")
-    parser.add_argument("--out-dir", default="data/work/chunks")
+    parser.add_argument("--docs", default=paths.DOCS)
+    parser.add_argument("--out-dir", default=paths.CHUNKS)
     args = parser.parse_args()
     cfg = section(load_params(), f"chunkings.{args.chunking}")
     for key in ("tokens", "overlap", "tokenizer"):

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from releval import io
+from releval import io, paths
 from releval.config import load_params, section
 from releval.retrieval.models import ModelConfig, load_sentence_transformer, read_manifest, timed_encode, token_lengths
 from releval.stage import entry, warn
@@ -20,9 +20,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--model", required=True)
     parser.add_argument("--chunking", required=True)
-    parser.add_argument("--chunks-dir", default="data/work/chunks")
-    parser.add_argument("--models-dir", default="data/models")
-    parser.add_argument("--out-root", default="data/work/emb")
+    parser.add_argument("--chunks-dir", default=paths.CHUNKS)
+    parser.add_argument("--models-dir", default=paths.MODELS)
+    parser.add_argument("--out-root", default=paths.EMBEDDINGS)
     parser.add_argument(
         "--warn-truncation", type=float, default=0.05, help="warn when more than this share of chunks is truncated"
     )

@@ -2,8 +2,8 @@
 
 import argparse
 import dataclasses
-from pathlib import Path
 
+from releval import paths
 from releval.retrieval import runs
 from releval.config import build, load_params, section
 from releval.errors import InputError
@@ -16,13 +16,14 @@ def main() -> None:
     parser.add_argument("--fusion", required=True)
     parser.add_argument("--model", required=True)
     parser.add_argument("--chunking", required=True)
-    parser.add_argument("--runs-root", default="data/work/runs")
+    parser.add_argument("--runs-root", default=paths.RUNS)
     args = parser.parse_args()
     where = f"fusions.{args.fusion}"
     config = build(FusionConfig, section(load_params(), where), where=where)
-    root = Path(args.runs_root)
-    dense, dense_meta = runs.read_run(root / "dense" / args.model / args.chunking)
-    bm25, bm25_meta = runs.read_run(root / "bm25" / args.chunking)
+    dense, dense_meta = runs.read_run(
+        paths.rebase(paths.DENSE_RUNS, paths.RUNS, args.runs_root) / args.model / args.chunking
+    )
+    bm25, bm25_meta = runs.read_run(paths.rebase(paths.BM25_RUNS, paths.RUNS, args.runs_root) / args.chunking)
     try:
         fused = fuse({"dense": dense, "bm25": bm25}, config)
     except InputError as exc:  # e.g. a weight missing for one input: name the fusion's own key
@@ -48,7 +49,8 @@ def main() -> None:
         "models": dense_meta["models"],
         "queries": dense_meta["queries"],
     }
-    runs.write_run(Path(args.runs_root) / "fused" / args.fusion / args.model / args.chunking, fused, meta)
+    out = paths.rebase(paths.FUSED_RUNS, paths.RUNS, args.runs_root) / args.fusion / args.model / args.chunking
+    runs.write_run(out, fused, meta)
     print(f"fuse {meta['config_id']}: {fused.height} rows")
 
 

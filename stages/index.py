@@ -4,7 +4,7 @@ import argparse
 import time
 from pathlib import Path
 
-from releval import io
+from releval import io, paths
 from releval.config import load_params, section
 from releval.retrieval.dense import IndexConfig, build_index
 from releval.stage import entry
@@ -14,8 +14,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--model", required=True)
     parser.add_argument("--chunking", required=True)
-    parser.add_argument("--emb-root", default="data/work/emb")
-    parser.add_argument("--out-root", default="data/work/index")
+    parser.add_argument("--emb-root", default=paths.EMBEDDINGS)
+    parser.add_argument("--out-root", default=paths.INDEXES)
     args = parser.parse_args()
     config = IndexConfig.from_params(section(load_params(), "retriever.index"))
     vectors = io.read_npy(Path(args.emb_root) / args.model / args.chunking / "embeddings.npy")

@@ -2,7 +2,7 @@
 
 import argparse
 
-from releval import io
+from releval import io, paths
 from releval.config import load_params, section
 from releval.inputs.corpus import read_corpus
 from releval.errors import InputError
@@ -11,7 +11,7 @@ from releval.stage import entry
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--out", default="data/work/docs.parquet")
+    parser.add_argument("--out", default=paths.DOCS)
     args = parser.parse_args()
     dataset = section(load_params(), "dataset")
     docs = read_corpus(dataset["corpus"]["path"], dataset["corpus"]["format"])

@@ -8,7 +8,7 @@ import argparse
 import json
 from pathlib import Path
 
-from releval import io
+from releval import io, paths
 from releval.config import load_params, section
 from releval.retrieval.models import MANIFEST, ModelConfig, resolve_folder, source_kind, weights_sha256
 from releval.stage import entry
@@ -17,7 +17,7 @@ from releval.stage import entry
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--name", required=True)
-    parser.add_argument("--out-root", default="data/models")
+    parser.add_argument("--out-root", default=paths.MODELS)
     args = parser.parse_args()
     config = ModelConfig.from_params(args.name, section(load_params(), f"models.{args.name}"))
     out_dir = Path(args.out_root) / args.name

@@ -6,7 +6,7 @@ with every problem reported); other formats are imported and every query is `dev
 
 import argparse
 
-from releval import io
+from releval import io, paths
 from releval.config import load_params, section
 from releval.inputs.corpus import read_queries
 from releval.inputs.schemas import load_queries
@@ -16,7 +16,7 @@ from releval.stage import entry
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--out", default="data/work/queries.parquet")
+    parser.add_argument("--out", default=paths.QUERIES)
     args = parser.parse_args()
     dataset = section(load_params(), "dataset")
     path, fmt = dataset["queries"]["path"], dataset["queries"]["format"]

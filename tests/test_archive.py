@@ -17,6 +17,7 @@ import yaml
 
 from conftest import ROOT, make_project, ran_stages, run, write_pydocs_mini
 from releval.provenance import archive as ar
+from releval.provenance import revisions
 from releval.judging import judgments as jm
 from releval.retrieval import runs
 
@@ -34,7 +35,9 @@ def run_table(rows: list[tuple[str, str, float]]) -> pl.DataFrame:
     return runs.rank_by_score(frame)
 
 
-def run_files(tmp: Path, run_path: str, table: pl.DataFrame, meta: dict, out: ar.StageOut | None = None) -> ar.RunFiles:
+def run_files(
+    tmp: Path, run_path: str, table: pl.DataFrame, meta: dict, out: revisions.StageOut | None = None
+) -> ar.RunFiles:
     """The bytes runs.write_run would produce for (table, meta)."""
     folder = tmp / "written" / run_path
     runs.write_run(folder, table, meta)
@@ -82,7 +85,7 @@ PROVENANCE = ar.Provenance(commit="a" * 40, dirty=False, source="workspace", com
 
 def test_add_stores_files_by_content_hash_and_indexes_them(tmp_path):
     table = run_table([("q1", "d1#0-5", 0.9), ("q1", "d2#0-5", 0.5)])
-    out = ar.StageOut(
+    out = revisions.StageOut(
         "retrieve@toy-c1", "data/work/runs/dense/toy/c1", "abc.dir", {"params.yaml": {"models.toy": {"batch_size": 8}}}
     )
     item = run_files(tmp_path, "data/work/runs/dense/toy/c1", table, dense_meta(), out)
@@ -215,7 +218,7 @@ LOCK = {
 
 
 def test_lock_outputs_and_the_stage_that_made_a_run():
-    outs = ar.lock_outs(LOCK)
+    outs = revisions.lock_outs(LOCK, "data/work/runs")
     assert [o.path for o in outs] == ["data/work/runs/dense/toy/c1", "data/work/runs/rerank/toy-c1-x"]
     held = ar.producing_out("data/work/runs/dense/toy/c1", outs)
     assert held.stage == "retrieve@toy-c1" and held.params == {"params.yaml": {"retriever.dense": {"top_k": 5}}}
@@ -519,7 +522,7 @@ class Project:
         return ar.Archive(self.path / "data" / "archive").index()
 
     def keys_at(self, rev: str) -> set[tuple[str, str]]:
-        commit = ar.resolve_commit(self.path, rev)
+        commit = revisions.resolve_commit(self.path, rev)
         return {(f.run_sha256, f.meta()["config_id"]) for f in ar.revision_runs(self.path, commit)}
 
 
@@ -576,10 +579,10 @@ def test_archive_and_rescore_in_a_real_dvc_project(tmp_path):
     proj.compose("fusions.rrf.k=30")
     assert proj.repro("score") == {"fuse@rrf-minilm-c256", "score"}
     run(["dvc", "exp", "save", "-n", "rrf-k30"], proj.path)
-    exp_commit = ar.resolve_experiment(proj.path, "rrf-k30")
+    exp_commit = revisions.resolve_experiment(proj.path, "rrf-k30")
     run(["git", "checkout", "--", "."], proj.path)
     run(["dvc", "checkout", "--force"], proj.path)
-    assert ar.resolve_commit(proj.path, "HEAD") == c2 and proj.index().height == 4
+    assert revisions.resolve_commit(proj.path, "HEAD") == c2 and proj.index().height == 4
     out = proj.releval_archive("--from-exp", "rrf-k30")
     assert "3 runs, 1 added, 2 already archived" in out and "rrf(minilm,bm25)/c256" in out
     added = proj.index().filter(pl.col("source") == "exp:rrf-k30").row(0, named=True)

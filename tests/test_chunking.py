@@ -12,7 +12,6 @@ from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
 from releval.retrieval import chunking
 from releval.retrieval.chunking import (
-    CHUNKS_SCHEMA,
     chunk_documents,
     chunk_stats,
     load_tokenizer,
@@ -21,6 +20,7 @@ from releval.retrieval.chunking import (
 )
 from releval.inputs.corpus import EmptyTextWarning, read_corpus
 from releval.errors import InputError
+from releval.tables import CHUNKS
 
 from conftest import CRANFIELD, needs_cranfield
 
@@ -43,7 +43,7 @@ def n_tokens(tokenizer: Tokenizer, text: str) -> int:
 
 def assert_chunks_map_back(chunks: pl.DataFrame, docs: pl.DataFrame, size: int) -> None:
     texts = dict(docs.select("doc_id", "text").iter_rows())
-    assert chunks.schema == CHUNKS_SCHEMA
+    assert chunks.schema == CHUNKS.schema
     for chunk in chunks.iter_rows(named=True):
         assert chunk["text"] == texts[chunk["doc_id"]][chunk["start"] : chunk["end"]]
         assert chunk["chunk_id"] == f"{chunk['doc_id']}#{chunk['start']}-{chunk['end']}"
@@ -159,7 +159,7 @@ def test_empty_documents_give_no_chunks(tokenizer):
     stats = chunk_stats(chunks, docs)
     assert (stats["documents"], stats["documents_with_chunks"], stats["documents_without_chunks"]) == (3, 1, 2)
     empty = chunk_documents(docs.head(0), tokenizer, 8, 2)
-    assert empty.height == 0 and empty.schema == CHUNKS_SCHEMA
+    assert empty.height == 0 and empty.schema == CHUNKS.schema
 
 
 def test_chunk_ids_are_stable_across_runs_and_batches(tokenizer, monkeypatch):
@@ -218,7 +218,7 @@ def test_chunk_stats_is_json_and_consistent(tokenizer):
 
 def test_chunk_stats_without_chunks():
     docs = docs_frame({"empty": ""})
-    stats = chunk_stats(pl.DataFrame(schema=CHUNKS_SCHEMA), docs)
+    stats = chunk_stats(CHUNKS.empty(), docs)
     assert stats["chunks"] == 0 and stats["documents_without_chunks"] == 1 and stats["tokens"] is None
     json.dumps(stats, allow_nan=False)
 

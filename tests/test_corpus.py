@@ -11,16 +11,13 @@ import pytest
 
 from releval.inputs.corpus import (
     CRANFIELD_GRADE_MAP,
-    DOCS_SCHEMA,
-    JUDGMENTS_SCHEMA,
-    QUERIES_SCHEMA,
-    SMART_QUERIES_SCHEMA,
     EmptyTextWarning,
     read_corpus,
     read_judgments,
     read_queries,
 )
 from releval.errors import InputError
+from releval.tables import DOCUMENTS, IMPORTED_QUERIES, QRELS, SMART_QUERIES
 
 from conftest import CRANFIELD, needs_cranfield
 
@@ -57,7 +54,7 @@ def raises_input_error(call, *, file: Path, line: int | None, field: str) -> Inp
 def test_jsonl_corpus_keeps_source_order_and_fixed_schema():
     with pytest.warns(EmptyTextWarning, match="d4"):
         docs = read_corpus(DATA / "docs.jsonl", "jsonl")
-    assert docs.schema == DOCS_SCHEMA
+    assert docs.schema == DOCUMENTS.schema
     assert docs["doc_id"].to_list() == ["d1", "d2", "3", "d4"]
     assert docs["title"].to_list() == ["Wings", "", "", "Empty"]
     # A raw U+2028 inside a JSON string is text, not a line break.
@@ -67,7 +64,7 @@ def test_jsonl_corpus_keeps_source_order_and_fixed_schema():
 
 def test_jsonl_queries():
     queries = read_queries(DATA / "queries.jsonl", "jsonl")
-    assert queries.schema == QUERIES_SCHEMA
+    assert queries.schema == IMPORTED_QUERIES.schema
     assert queries.rows() == [
         ("q1", "lift in a slipstream"),
         ("q2", "heat conduction in slabs"),
@@ -85,7 +82,7 @@ def test_bom_and_crlf_are_accepted(tmp_path):
 
 def test_folder_corpus_ids_titles_and_order():
     docs = read_corpus(DATA / "folder", "folder")
-    assert docs.schema == DOCS_SCHEMA
+    assert docs.schema == DOCUMENTS.schema
     # Sorted relative paths; hidden files and folders and non-.txt/.md files skipped.
     assert docs["doc_id"].to_list() == ["a", "notes/b", "notes/c"]
     # .txt: no title; .md: first ATX heading outside code fences, else "".
@@ -108,7 +105,7 @@ def test_beir_corpus_queries_and_splits():
     assert docs.select("doc_id", "title").rows() == [("doc-a", "Shock waves"), ("doc-b", ""), ("doc-c", "Slip flow")]
     assert read_queries(root, "beir")["query_id"].to_list() == ["q-1", "q-2"]
     qrels = read_judgments(root, "beir")
-    assert qrels.schema == JUDGMENTS_SCHEMA
+    assert qrels.schema == QRELS.schema
     assert qrels.rows() == [("q-1", "doc-a", 2), ("q-1", "doc-c", 0), ("q-2", "doc-b", 1)]
     assert read_judgments(root, "beir", split="dev").rows() == [("q-2", "doc-c", 1)]
     assert read_judgments(root / "qrels" / "dev.tsv", "beir").rows() == [("q-2", "doc-c", 1)]
@@ -127,7 +124,7 @@ def test_smart_fixture():
         ("3", "slip flow .", "slip flow in a tube ."),
     ]
     queries = read_queries(DATA / "mini.qry", "smart")
-    assert queries.schema == SMART_QUERIES_SCHEMA
+    assert queries.schema == SMART_QUERIES.schema
     assert queries.rows() == [("1", "what are shock waves .", "004"), ("2", "slip flow in tubes .", "009")]
     assert read_judgments(DATA / "mini.rel", "smart").rows() == [("1", "1", 4), ("1", "2", 0), ("2", "3", 1)]
 

@@ -1,8 +1,6 @@
 """Fusion rules, second-stage reranking, run tables and dense search: small exact cases."""
 
-import importlib.util
 import math
-from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -12,9 +10,7 @@ from releval.retrieval import runs
 from releval.retrieval.dense import IndexConfig, build_index, recall_against_exact, search
 from releval.errors import InputError
 from releval.retrieval.fusion import FusionConfig, fuse, normalize_per_query, reciprocal_rank_fusion, score_fusion
-from releval.retrieval.rerank import rerank_top_n
-
-ROOT = Path(__file__).resolve().parents[1]
+from releval.retrieval.rerank import crossencoder_scores, rerank_top_n
 
 
 def run_table(rows):
@@ -151,21 +147,18 @@ def test_crossencoder_rerank_mechanics(tmp_path):
     )
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
-    spec = importlib.util.spec_from_file_location("rerank_stage", ROOT / "stages" / "rerank.py")
-    stage = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(stage)
     base = run_table([("q", f"d{i}#0-1", 10 - i) for i in range(4)])
     chunks = pl.DataFrame(
         {"chunk_id": base["chunk_id"], "text": ["wing flutter", "heat transfer", "boundary layer", "shock"]}
     )
     queries = pl.DataFrame({"query_id": ["q"], "text": ["what causes flutter"]})
     cfg = {"kind": "crossencoder", "model": f"path:{folder}", "top_n": 3, "batch_size": 2, "max_length": 64}
-    new_scores, models = stage._crossencoder_scores(
+    new_scores, models = crossencoder_scores(
         cfg, base.filter(pl.col("rank") <= 3).select("query_id", "chunk_id"), queries, chunks
     )
     new_scores = new_scores.table
     assert new_scores.height == 3 and all(math.isfinite(s) for s in new_scores["score"])
-    again, _ = stage._crossencoder_scores(
+    again, _ = crossencoder_scores(
         cfg, base.filter(pl.col("rank") <= 3).select("query_id", "chunk_id"), queries, chunks
     )
     assert again.table["score"].to_list() == new_scores["score"].to_list()

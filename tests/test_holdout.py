@@ -243,7 +243,7 @@ def test_an_opening_already_logged_by_the_holdout_command_is_not_logged_twice(tm
 
 
 def test_the_holdout_command_names_every_grid_configuration_and_runs_stages_in_order():
-    from releval.commands.holdout import stage_commands
+    from releval.measurement.holdout_stages import stage_commands
     from releval.retrieval.runs import grid_config_ids, run_path_id
 
     grid = {

@@ -114,8 +114,15 @@ def test_ideal_dcg_agrees_with_the_metric_engine():
 def test_bad_k_or_gain_is_refused():
     with pytest.raises(InputError):
         jm.ideal_dcg(qrels(("q", "d", 1)), [0])
-    with pytest.raises(InputError):
+    with pytest.raises(InputError, match="unknown gain 'quadratic'; expected one of exponential, linear"):
         jm.idcg_change_report(qrels(("q", "d", 1)), qrels(("q", "d", 1)), [1], gain="quadratic")
+    with pytest.raises(InputError, match="unknown gain 'quadratic'"):
+        jm.ideal_dcg(qrels(("q", "d", 1)), [1], "quadratic")
+
+
+def test_gains_are_the_metric_engines():
+    assert [jm.gain_value(g, "exponential") for g in range(4)] == [0.0, 1.0, 3.0, 7.0]
+    assert [jm.gain_value(g, "linear") for g in range(4)] == [0.0, 1.0, 2.0, 3.0]
 
 
 # --------------------------------------------------------------------------- change report

@@ -17,6 +17,7 @@ from releval.measurement.metrics import (
     contract_differences,
     ensure_same_contract,
     evaluate,
+    grade_gains,
     parse_metric,
 )
 
@@ -495,9 +496,24 @@ def test_contract_differences_and_refusal():
     assert contract_differences(Contract(), {**Contract(rel_threshold=2).to_dict(), "metrics": ["map"]}) == [
         "rel_threshold"
     ]
+    recorded = {**Contract().to_dict(), "metrics": ["map"], "primary": "map", "queries": 3}
+    assert contract_differences(recorded, {**recorded, "primary": "p@10", "queries": 4, "split": "dev"}) == [
+        "primary",
+        "queries",
+        "split",
+    ]
+    assert contract_differences(recorded, {**recorded, "split": None}) == ["split"]  # absent is not None
+    assert contract_differences(recorded, {**recorded, "metrics": []}, ignore=("metrics", "primary")) == []
+    assert contract_differences(recorded, {**recorded, "metrics": []}, ignore=()) == ["metrics"]
     ensure_same_contract(Contract(), Contract().to_dict())
     with pytest.raises(ContractMismatchError, match=r"gain \('exponential' vs 'linear'\)"):
         ensure_same_contract(Contract(), Contract(gain="linear"))
+
+
+def test_grade_gains_are_the_ndcg_gains():
+    grades = np.array([0, 1, 2, 3])
+    assert grade_gains(grades, "exponential").tolist() == [0.0, 1.0, 3.0, 7.0]
+    assert grade_gains(grades, "linear").tolist() == [0.0, 1.0, 2.0, 3.0]
 
 
 # --- bad input --------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from releval.measurement import stats
 from releval.measurement.compare import NotComparable
 from releval.errors import InputError
 from releval.measurement.metrics import Contract, evaluate
+from releval.measurement.scoring import JUDGED_WARNING
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMIUM_FLAGS = [
@@ -310,9 +311,6 @@ def test_report_stage_writes_plot_data_that_agrees_with_the_scores(default_proje
     assert "truncated at minilm's max_seq_length" in report
     status = run(["dvc", "status"], default_project)
     assert "up to date" in status.stdout, status.stdout
-
-
-JUDGED_WARNING = 0.5  # stages/report.py: judged@k below this leans on unjudged documents
 
 
 def assert_judged_warnings(report: str, metrics: dict) -> list[str]:

@@ -12,6 +12,7 @@ import pytest
 from releval.inputs import schemas
 from releval.errors import InputError, InputErrors
 from releval.judging.judgments import read_manifest, validate_version
+from releval.tables import JUDGMENTS
 
 SCALE = {0: "not relevant", 1: "partial", 2: "relevant"}
 
@@ -228,7 +229,7 @@ def test_pandera_schemas_are_usable_directly():
             "notes": [None],
             "line": [1],
         },
-        schema=schemas.JUDGMENTS_SCHEMA,
+        schema=JUDGMENTS.schema_with_line,
     )
     schemas.judgments_schema(SCALE).validate(good)
     from pandera.errors import SchemaError

@@ -328,11 +328,12 @@ def outcome(read, path):
 def test_the_fast_reader_and_the_token_reader_agree_on_tables_and_messages(tmp_path, kind, text):
     from releval.inputs import trec
     from releval.measurement.metrics import check_qrels, check_run
+    from releval.tables import TREC_QRELS_LINE, TREC_RUN_LINE
 
     path = tmp_path / f"{kind}.txt"
     path.write_bytes(text.encode("utf-8"))
     columns, field, check = (
-        (trec.RUN_COLUMNS, "score", check_run) if kind == "run" else (trec.QRELS_COLUMNS, "grade", check_qrels)
+        (TREC_RUN_LINE, "score", check_run) if kind == "run" else (TREC_QRELS_LINE, "grade", check_qrels)
     )
 
     def by_tokens(p):
@@ -349,9 +350,10 @@ def test_the_fast_reader_and_the_token_reader_agree_on_tables_and_messages(tmp_p
 
 def test_the_fast_path_is_taken_for_plain_files(tmp_path):
     from releval.inputs import trec
+    from releval.tables import TREC_RUN_LINE
 
     path = tmp_path / "run.trec"
     path.write_text(RUN_TEXTS[0])
-    assert trec._read_plain_trec(path, trec.RUN_COLUMNS, "score") is not None
+    assert trec._read_plain_trec(path, TREC_RUN_LINE, "score") is not None
     path.write_text(RUN_TEXTS[9])  # a blank line: the token reader keeps its line numbers
-    assert trec._read_plain_trec(path, trec.RUN_COLUMNS, "score") is None
+    assert trec._read_plain_trec(path, TREC_RUN_LINE, "score") is None

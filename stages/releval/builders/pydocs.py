@@ -45,6 +45,7 @@ and writes a ``NOTICE`` summarising the changes above (clause 3 of the agreement
 """
 
 from __future__ import annotations
+from releval import paths
 
 import argparse
 import contextlib
@@ -640,7 +641,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m releval.builders.pydocs", description=__doc__.splitlines()[0])
     parser.add_argument(
         "--out",
-        default="data/pydocs/corpus.jsonl.gz",
+        default=paths.PYDOCS_CORPUS,
         help="the corpus file; MANIFEST.json, LICENSE and NOTICE go next to it",
     )
     args = parser.parse_args(argv)

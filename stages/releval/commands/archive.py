@@ -16,7 +16,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from releval.provenance import archive
+from releval.provenance import archive, revisions
+from releval import paths
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -24,7 +25,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     what.add_argument("--from-rev", metavar="REV", help="a git revision (commit, branch, tag, HEAD~1)")
     what.add_argument("--from-exp", metavar="NAME", help="a DVC experiment: its name or full refs/exps/ ref")
     what.add_argument("--list", action="store_true", help="list the archived runs")
-    parser.add_argument("--archive", default="data/archive", help="the archive directory (default: data/archive)")
+    parser.add_argument("--archive", default=paths.ARCHIVE, help=f"the archive directory (default: {paths.ARCHIVE})")
     parser.add_argument(
         "--runs-root",
         default=archive.DEFAULT_RUNS_ROOT,
@@ -39,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(archive.list_markdown(store.index()))
         return 0
     if args.from_exp:
-        rev, source = archive.resolve_experiment(args.repo, args.from_exp), f"exp:{args.from_exp}"
+        rev, source = revisions.resolve_experiment(args.repo, args.from_exp), f"exp:{args.from_exp}"
     else:
         rev, source = args.from_rev, f"rev:{args.from_rev}"
     commit, found, report = archive.archive_revision(store, args.repo, rev, source=source, runs_root=args.runs_root)

@@ -24,7 +24,7 @@ import argparse
 import json
 from pathlib import Path
 
-from releval.provenance import audit
+from releval.provenance import audit, revisions
 from releval.errors import InputError
 
 
@@ -100,6 +100,6 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("give METRIC_REF (e.g. minilm/c256 ndcg@10) or --all", field="METRIC_REF")
     root = Path(args.root)
     if args.rev:
-        with audit.checkout_revision(root, args.rev) as copy:
+        with revisions.checkout_revision(root, args.rev) as copy:
             return _audit(copy, args)
     return _audit(root, args)

@@ -16,63 +16,17 @@ BASELINE and CANDIDATE each name scores in one of three ways, tried in this orde
   work in any clone.
 
 The two must share their contract and their query set; otherwise the command refuses and names
-the difference (exit 2). This module does the reading; the logic is in :mod:`releval.measurement.compare`.
+the difference (exit 2). The reading is :mod:`releval.measurement.comparisons`; the statistics and
+texts are :mod:`releval.measurement.compare`.
 """
 
 from __future__ import annotations
 
 import argparse
-import io as _io
 import json
-import subprocess
-import sys
-from dataclasses import dataclass
-from functools import cached_property
-from pathlib import Path
-from typing import Any
 
-import polars as pl
-
-from releval.measurement import compare
-from releval.measurement import holdout
-from releval.retrieval import runs
-from releval.measurement import scoring
 from releval.errors import InputError
-
-
-def add_source_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options shared with `releval gate`: where scores, runs, qrels and queries live."""
-    parser.add_argument(
-        "--metric", default=None, help="metric to decide on (default: the contract's primary, e.g. ndcg@10)"
-    )
-    parser.add_argument(
-        "--secondary",
-        default=None,
-        help="comma-separated secondary metrics, each with its own interval (default: recall@100,hit@10 where scored)",
-    )
-    parser.add_argument(
-        "--reports", default="reports", help="folder with metrics.json and per_query.parquet (default: reports)"
-    )
-    parser.add_argument(
-        "--qrels", default="data/work/qrels.parquet", help="judgments that run files are scored against"
-    )
-    parser.add_argument(
-        "--queries",
-        default="data/work/queries.parquet",
-        help="query texts; slices and must_never_break flags when present",
-    )
-    parser.add_argument(
-        "--runs-root", default="data/work/runs", help="run folders (run.json + run.parquet), found by config_id"
-    )
-    parser.add_argument(
-        "--judgments-meta",
-        default="data/work/judgments.json",
-        help="judgment version of the qrels, recorded with a scored run file",
-    )
-    parser.add_argument(
-        "--resamples", type=int, default=10_000, help="paired bootstrap resamples of the queries (default 10000)"
-    )
-    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+from releval.measurement import compare, comparisons
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -82,7 +36,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "candidate_ref", nargs="?", metavar="CANDIDATE", help="configuration id, run file, or REV:config_id"
     )
-    add_source_arguments(parser)
+    comparisons.add_source_arguments(parser)
     parser.add_argument("--slice", dest="slice_name", default=None, help="compare only the queries carrying this slice")
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     grid = parser.add_argument_group("grid-wide comparison")
@@ -108,390 +62,39 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
 
 
-# --------------------------------------------------------------------------- reading
-
-
-@dataclass
-class Reports:
-    """metrics.json and per_query.parquet, from the working tree or a git revision."""
-
-    where: str  # shown to the reader, e.g. "reports" or "git HEAD~1:reports"
-    metrics: dict[str, Any]
-    per_query: pl.DataFrame
-
-    @property
-    def contract(self) -> dict[str, Any]:
-        contract = self.metrics.get("contract")
-        if not isinstance(contract, dict):
-            raise InputError("no 'contract' block", file=f"{self.where}/metrics.json", field="contract")
-        return contract
-
-    def config_ids(self) -> list[str]:
-        order = list(self.metrics.get("configs", {}))
-        present = list(dict.fromkeys(self.per_query["config_id"].to_list()))
-        return [c for c in order if c in present] + [c for c in present if c not in order]
-
-    def side(self, ref: str, config_id: str) -> compare.Side:
-        rows = self.per_query.filter(pl.col("config_id") == config_id)
-        if rows.height == 0:
-            raise InputError(
-                f"no configuration {config_id!r}; known: {', '.join(self.config_ids())}",
-                file=f"{self.where}/per_query.parquet",
-                field="config_id",
-            )
-        rows = rows.drop("config_id")
-        # A long table written with a diagonal concat has all-null columns for metrics a
-        # configuration was not scored on; they are not scores.
-        rows = rows.select([c for c in rows.columns if c == "query_id" or rows[c].null_count() < rows.height])
-        return compare.Side(
-            ref,
-            f"{self.where}/per_query.parquet",
-            dict(self.contract),
-            rows.with_columns(pl.col("query_id").cast(pl.Utf8)),
-        )
-
-
-def _parse_reports(where: str, metrics_bytes: bytes, per_query_bytes: bytes) -> Reports:
-    try:
-        metrics = json.loads(metrics_bytes)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not JSON: {exc.msg}", file=f"{where}/metrics.json", line=exc.lineno) from None
-    try:
-        per_query = pl.read_parquet(_io.BytesIO(per_query_bytes))
-    except Exception as exc:  # polars raises several error types for a bad file
-        raise InputError(f"not a parquet table: {exc}", file=f"{where}/per_query.parquet") from None
-    for column in ("config_id", "query_id"):
-        if column not in per_query.columns:
-            raise InputError("missing column", file=f"{where}/per_query.parquet", field=column)
-    return Reports(where, metrics, per_query)
-
-
-def read_reports(folder: str | Path) -> Reports:
-    folder = Path(folder)
-    for name in ("metrics.json", "per_query.parquet"):
-        if not (folder / name).exists():
-            raise InputError("missing; run `dvc repro` (the score stage writes it)", file=str(folder / name))
-    return _parse_reports(
-        str(folder), (folder / "metrics.json").read_bytes(), (folder / "per_query.parquet").read_bytes()
-    )
-
-
-def git_show(rev: str, path: str) -> bytes:
-    """The bytes of ``path`` (relative to the current directory) at git revision ``rev``."""
-    spec = f"{rev}:./{Path(path).as_posix()}"
-    try:
-        result = subprocess.run(["git", "show", spec], capture_output=True)
-    except FileNotFoundError:
-        raise InputError("git is not installed", file=spec) from None
-    if result.returncode != 0:
-        message = result.stderr.decode("utf-8", "replace").strip().splitlines()
-        raise InputError(f"git show failed: {message[-1] if message else result.returncode}", file=spec)
-    return result.stdout
-
-
-def read_reports_at(rev: str, folder: str | Path) -> Reports:
-    folder = Path(folder).as_posix()
-    return _parse_reports(
-        f"git {rev}:{folder}", git_show(rev, f"{folder}/metrics.json"), git_show(rev, f"{folder}/per_query.parquet")
-    )
-
-
-def read_run_file(path: str | Path) -> pl.DataFrame:
-    """A run at document level (query_id, doc_id, score).
-
-    A releval run table (parquet with chunk_id or rank, or a run folder holding run.parquet) is
-    collapsed to documents exactly as the score stage does; anything else is read by
-    :func:`releval.inputs.trec.read_run` (TREC text, JSONL or parquet with query_id, doc_id, score).
-    """
-    from releval.inputs import trec
-    from releval.measurement.metrics import check_run
-
-    path = Path(path)
-    if path.is_dir():
-        path = path / "run.parquet"
-        if not path.exists():
-            raise InputError("a run folder must hold run.parquet", file=str(path))
-    if trec.infer_format(path) == "parquet":
-        try:
-            table = pl.read_parquet(path)
-        except Exception as exc:  # polars raises several unrelated types for a damaged file
-            raise InputError(f"not a readable parquet file: {exc}", file=str(path)) from None
-        if "chunk_id" in table.columns or "rank" in table.columns:
-            for column in ("query_id", "doc_id", "score", "rank"):
-                if column not in table.columns:
-                    raise InputError("missing column", file=str(path), field=column)
-            doc_run = scoring.document_run(
-                table.with_columns(pl.col("query_id").cast(pl.Utf8), pl.col("doc_id").cast(pl.Utf8))
-            )
-            return check_run(doc_run.select("query_id", "doc_id", "score"), source=str(path))
-    return trec.read_run(path)
-
-
-def score_run(
-    doc_run: pl.DataFrame, qrels: pl.DataFrame, contract: dict[str, Any], metrics: list[str] | None = None, **overrides
-):
-    """Evaluate a document-level run under ``contract`` (fields in ``overrides`` replaced)."""
-    metrics = list(metrics if metrics is not None else contract.get("metrics") or [])
-    if not metrics:
-        raise InputError("the contract lists no metrics", field="metrics")
-    return scoring.score_table(doc_run, qrels, metrics, scoring.contract_from_record(contract, **overrides))
-
-
-class Sources:
-    """Resolves BASELINE / CANDIDATE references to sides; reads each file once."""
-
-    def __init__(self, args: argparse.Namespace):
-        self.args = args
-        self._at: dict[str, Reports] = {}
-
-    @cached_property
-    def current(self) -> Reports | None:
-        folder = Path(self.args.reports)
-        if not (folder / "metrics.json").exists() or not (folder / "per_query.parquet").exists():
-            return None
-        return read_reports(folder)
-
-    def current_or_fail(self) -> Reports:
-        if self.current is None:
-            return read_reports(self.args.reports)  # raises, naming the missing file
-        return self.current
-
-    def at(self, rev: str) -> Reports:
-        if rev not in self._at:
-            self._at[rev] = read_reports_at(rev, self.args.reports)
-        return self._at[rev]
-
-    @cached_property
-    def queries(self) -> pl.DataFrame | None:
-        path = Path(self.args.queries)
-        if not path.exists():
-            return None
-        queries = pl.read_parquet(path)
-        if "query_id" not in queries.columns:
-            raise InputError("missing column", file=str(path), field="query_id")
-        return queries.with_columns(pl.col("query_id").cast(pl.Utf8))
-
-    @cached_property
-    def qrels(self) -> pl.DataFrame:
-        path = Path(self.args.qrels)
-        if not path.exists():
-            raise InputError("missing; run `dvc repro` or `dvc pull`", file=str(path))
-        qrels = pl.read_parquet(path)
-        for column in ("query_id", "doc_id", "grade"):
-            if column not in qrels.columns:
-                raise InputError("missing column", file=str(path), field=column)
-        return qrels.with_columns(pl.col("query_id").cast(pl.Utf8), pl.col("doc_id").cast(pl.Utf8))
-
-    def run_contract(self) -> dict[str, Any]:
-        """The contract a run file is scored under: the reports', with today's judgments."""
-        contract = dict(self.current_or_fail().contract)
-        meta = Path(self.args.judgments_meta)
-        if meta.exists():
-            judgments = json.loads(meta.read_text(encoding="utf-8"))
-            contract["judgments_version"] = judgments.get("version", contract.get("judgments_version"))
-            contract["judgments_sha256"] = judgments.get("source_sha256", contract.get("judgments_sha256"))
-        return contract
-
-    def resolve(self, ref: str) -> compare.Side:
-        if Path(ref).is_file() or (Path(ref) / "run.parquet").is_file():
-            doc_run = read_run_file(ref)
-            contract = self.run_contract()
-            evaluation = score_run(doc_run, self.qrels, contract)
-            per_query = evaluation.per_query.with_columns(pl.col("query_id").cast(pl.Utf8))
-            return compare.Side(ref, f"run file {ref} scored against {self.args.qrels}", contract, per_query, doc_run)
-        current = self.current
-        if current is not None and ref in current.config_ids():
-            return current.side(ref, ref)
-        if ":" in ref:
-            rev, config_id = ref.split(":", 1)
-            return self.at(rev).side(ref, config_id)
-        known = (
-            f"; configurations in {self.args.reports}: {', '.join(current.config_ids())}"
-            if current is not None
-            else f"; {self.args.reports}/ holds no scores"
-        )
-        raise InputError(f"{ref!r} is not a run file, a configuration id, or REV:config_id{known}", field="ref")
-
-    def run_for(self, side: compare.Side) -> pl.DataFrame:
-        """The side's document-level run: the run file itself, or the run folder of a
-        configuration of the working tree's reports (found by run.json config_id)."""
-        if side.run is not None:
-            return side.run
-        current = self.current
-        if current is None or side.ref not in current.config_ids():
-            raise InputError(
-                "its run is needed (document ranks) but only its scores are known; "
-                "pass a configuration id of the working tree or a run file",
-                field=side.ref,
-            )
-        root = Path(self.args.runs_root)
-        for run_dir in runs.find_runs(root) if root.exists() else []:
-            meta = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
-            if meta.get("config_id") == side.ref:
-                warn_if_changed(self.args.reports, side.ref, run_dir)
-                return scoring.document_run(runs.read_run(run_dir)[0]).select(
-                    pl.col("query_id").cast(pl.Utf8), pl.col("doc_id").cast(pl.Utf8), "score"
-                )
-        raise InputError(f"no run with config_id {side.ref!r} below it; run `dvc pull` or `dvc repro`", file=str(root))
-
-
-def warn_if_changed(reports: str | Path, config_id: str, run_dir: Path) -> None:
-    """Warn when a run on disk is not the one the reports were scored from (lineage.json)."""
-    from releval.io import sha256_file
-
-    lineage = Path(reports) / "lineage.json"
-    if not lineage.exists():
-        return
-    expected = json.loads(lineage.read_text(encoding="utf-8")).get(config_id, {}).get("run_sha256")
-    if expected and expected != sha256_file(run_dir / "run.parquet"):
-        print(
-            f"WARNING: {run_dir}/run.parquet differs from the run {lineage} records for "
-            f"{config_id}; the reports are stale (run `dvc repro`)",
-            file=sys.stderr,
-        )
-
-
-def metric_and_secondary(
-    args: argparse.Namespace, contract: dict[str, Any], baseline: compare.Side, candidate: compare.Side
-) -> tuple[str, list[str]]:
-    metric = args.metric or contract.get("primary") or "ndcg@10"
-    if args.secondary is not None:
-        secondary = [m.strip() for m in args.secondary.split(",") if m.strip()]
-    else:
-        secondary = [
-            m for m in compare.DEFAULT_SECONDARY if m in baseline.per_query.columns and m in candidate.per_query.columns
-        ]
-    return metric, secondary
-
-
-def compare_refs(args: argparse.Namespace, sources: Sources | None = None) -> tuple[compare.PairReport, Sources]:
-    sources = sources or Sources(args)
-    baseline = sources.resolve(args.baseline_ref)
-    candidate = sources.resolve(args.candidate_ref)
-    metric, secondary = metric_and_secondary(args, baseline.contract, baseline, candidate)
-    report = compare.compare_sides(
-        baseline,
-        candidate,
-        metric,
-        secondary,
-        sources.queries,
-        getattr(args, "slice_name", None),
-        args.resamples,
-        args.seed,
-    )
-    return report, sources
-
-
-# --------------------------------------------------------------------------- the grid
-
-
-def grid_baseline(args: argparse.Namespace, configs: list[str]) -> str:
-    if args.grid_baseline:
-        return args.grid_baseline
-    params = Path(args.params)
-    if params.exists():
-        from releval.config import load_params
-
-        baseline = (load_params(params).get("grid") or {}).get("baseline")
-        if baseline in configs:
-            return baseline
-        if baseline:
-            print(
-                f"WARNING: {params} grid.baseline {baseline!r} is not in the reports; using {configs[0]}",
-                file=sys.stderr,
-            )
-    return configs[0]
-
-
-def threshold_means(
-    args: argparse.Namespace,
-    sources: Sources,
-    reports: Reports,
-    configs: list[str],
-    metric: str,
-    contract: dict[str, Any],
-) -> dict[int, dict[str, float]] | None:
-    """Re-score every configuration's run at each relevance threshold; None if runs are missing.
-
-    Only the queries the reports scored take part (the sealed holdout stays sealed), so the
-    grade >= rel_threshold row reproduces the reported means."""
-    thresholds = [int(t) for t in args.thresholds.split(",") if t.strip()]
-    if not thresholds:
-        return None
-    root = Path(args.runs_root)
-    found: dict[str, Path] = {}
-    for run_dir in runs.find_runs(root) if root.exists() else []:
-        config_id = json.loads((run_dir / "run.json").read_text(encoding="utf-8")).get("config_id")
-        if config_id in configs:
-            found[config_id] = run_dir
-    missing = [c for c in configs if c not in found]
-    if missing:
-        print(
-            f"WARNING: relevance-threshold stability not computed: no run below {root} for "
-            f"{', '.join(missing)} (run `dvc pull` or `dvc repro`)",
-            file=sys.stderr,
-        )
-        return None
-    qrels = sources.qrels
-    usable = [t for t in thresholds if qrels.filter(pl.col("grade") >= t).height]
-    means: dict[int, dict[str, float] | None] = {t: ({} if t in usable else None) for t in thresholds}
-    for config_id in configs:
-        warn_if_changed(args.reports, config_id, found[config_id])
-        scored_ids = reports.per_query.filter(pl.col("config_id") == config_id)["query_id"].to_list()
-        doc_run = scoring.document_run(runs.read_run(found[config_id])[0], scored_ids)
-        scored_qrels = holdout.restrict(qrels, scored_ids)
-        for threshold in usable:
-            try:
-                evaluation = score_run(doc_run, scored_qrels, contract, [metric], rel_threshold=threshold)
-            except InputError as exc:
-                if "no query left to evaluate" not in str(exc):
-                    raise
-                means[threshold] = None  # this run shares no query with a relevant document
-                continue
-            if means[threshold] is not None:
-                means[threshold][config_id] = float(evaluation.mean[metric])
-    return means
-
-
-def run_grid(args: argparse.Namespace) -> int:
-    sources = Sources(args)
-    reports = sources.current_or_fail()
-    contract = reports.contract
-    configs = reports.config_ids()
-    if not configs:
-        raise InputError("no configurations", file=f"{reports.where}/per_query.parquet")
-    metric = args.metric or contract.get("primary") or "ndcg@10"
-    baseline = grid_baseline(args, configs)
-    means = threshold_means(args, sources, reports, configs, metric, contract)
-    report = compare.compare_grid(
-        reports.per_query.with_columns(pl.col("query_id").cast(pl.Utf8)),
-        baseline,
-        metric,
-        configs,
-        args.resamples,
-        args.seed,
-        args.alpha,
-        args.spread_width,
-        means,
-        contract,
-    )
-    if args.json:
-        print(json.dumps(compare.grid_to_dict(report), indent=2, allow_nan=False))
-    else:
-        print(compare.render_grid(report))
-    return 0
-
-
 def run(args: argparse.Namespace) -> int:
+    sources = comparisons.Sources.from_args(args)
     if args.grid:
         if args.candidate_ref is not None:
             raise InputError("--grid takes no CANDIDATE; use --baseline ID", field="CANDIDATE")
-        if args.baseline_ref is not None and args.grid_baseline is None:
-            args.grid_baseline = args.baseline_ref
-        return run_grid(args)
+        grid = comparisons.grid_report(
+            sources,
+            metric=args.metric,
+            baseline=args.grid_baseline if args.grid_baseline is not None else args.baseline_ref,
+            params=args.params,
+            thresholds=args.thresholds,
+            n_resamples=args.resamples,
+            seed=args.seed,
+            alpha=args.alpha,
+            spread_width=args.spread_width,
+        )
+        if args.json:
+            print(json.dumps(compare.grid_to_dict(grid), indent=2, allow_nan=False))
+        else:
+            print(compare.render_grid(grid))
+        return 0
     if args.baseline_ref is None or args.candidate_ref is None:
         raise InputError("give BASELINE and CANDIDATE, or --grid", field="arguments")
-    report, _ = compare_refs(args)
+    report = comparisons.pair_report(
+        sources,
+        args.baseline_ref,
+        args.candidate_ref,
+        metric=args.metric,
+        secondary=args.secondary,
+        slice_name=args.slice_name,
+        n_resamples=args.resamples,
+        seed=args.seed,
+    )
     if args.json:
         print(json.dumps(compare.pair_to_dict(report), indent=2, allow_nan=False))
     else:

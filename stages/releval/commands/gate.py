@@ -36,9 +36,8 @@ import argparse
 import sys
 import traceback
 
-from releval.measurement import compare
-from releval.commands import compare as compare_command
 from releval.errors import InputError
+from releval.measurement import compare, comparisons
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -63,27 +62,21 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="must-never-break queries need a relevant document in this top N (default 3)",
     )
-    compare_command.add_source_arguments(parser)
+    comparisons.add_source_arguments(parser)
 
 
 def _gate(args: argparse.Namespace) -> int:
-    report, sources = compare_command.compare_refs(args)
-    flagged = compare.must_never_break_ids(sources.queries)
-    broken: list[compare.Broken] = []
-    if flagged:
-        try:
-            run = sources.run_for(report.candidate)
-        except InputError as exc:
-            raise InputError(f"{len(flagged)} must-never-break queries need the candidate's run: {exc}") from None
-        contract = report.candidate.contract
-        broken = compare.must_never_break(
-            flagged,
-            sources.qrels,
-            run,
-            args.must_rank,
-            int(contract.get("rel_threshold", 1)),
-            contract.get("ties", "docid-asc"),
-        )
+    sources = comparisons.Sources.from_args(args)
+    report = comparisons.pair_report(
+        sources,
+        args.baseline_ref,
+        args.candidate_ref,
+        metric=args.metric,
+        secondary=args.secondary,
+        n_resamples=args.resamples,
+        seed=args.seed,
+    )
+    broken = comparisons.broken_must_never_break(sources, report, args.must_rank)
     result = compare.gate_decision(report, broken, args.must_rank)
     print(compare.render_pair(report))
     print()

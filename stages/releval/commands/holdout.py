@@ -10,18 +10,14 @@ folder (removed afterwards) and scores them into their own reports folder.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
-from releval.measurement import holdout
-from releval.retrieval import runs
 from releval.config import load_params, section
-
-SCRATCH = Path("data/work/holdout-opening")
+from releval.measurement import holdout
+from releval.measurement.holdout_stages import run_stages
+from releval.retrieval import runs
+from releval import paths
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -31,75 +27,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default="holdout",
         help="holdout (default) or all (dev and holdout together)",
     )
-    parser.add_argument("--reports", default="reports/holdout", help="where its scores go")
+    parser.add_argument("--reports", default=paths.HOLDOUT_REPORTS, help="where its scores go")
     parser.add_argument("--log", default=str(holdout.DEFAULT_LOG))
     parser.add_argument("--who", help="who opens it (default: git config user.name)")
-
-
-def stage_commands(grid: dict, split: str, scratch: Path, reports: Path) -> list[list[str]]:
-    """The stage scripts, in pipeline order, writing into ``scratch`` instead of data/work."""
-    split_arg = ["--split", split]
-    commands = [
-        [
-            "stages/judgments.py",
-            *split_arg,
-            "--out",
-            str(scratch / "qrels.parquet"),
-            "--meta",
-            str(scratch / "judgments.json"),
-        ]
-    ]
-    run_root = scratch / "runs"
-    for chunking in grid["chunkings"]:
-        commands.append(["stages/bm25.py", "--chunking", chunking, *split_arg, "--out-root", str(run_root / "bm25")])
-        for model in grid["models"]:
-            commands.append(
-                [
-                    "stages/retrieve.py",
-                    "--model",
-                    model,
-                    "--chunking",
-                    chunking,
-                    *split_arg,
-                    "--out-root",
-                    str(run_root / "dense"),
-                ]
-            )
-    for fusion in grid.get("fusions") or []:
-        for model in grid["models"]:
-            for chunking in grid["chunkings"]:
-                commands.append(
-                    [
-                        "stages/fuse.py",
-                        "--fusion",
-                        fusion,
-                        "--model",
-                        model,
-                        "--chunking",
-                        chunking,
-                        "--runs-root",
-                        str(run_root),
-                    ]
-                )
-    for name in grid.get("reranked") or {}:
-        commands.append(["stages/rerank.py", "--name", name, "--runs-root", str(run_root)])
-    commands.append(
-        [
-            "stages/score.py",
-            *split_arg,
-            "--runs-root",
-            str(run_root),
-            "--qrels",
-            str(scratch / "qrels.parquet"),
-            "--judgments-meta",
-            str(scratch / "judgments.json"),
-            "--reports",
-            str(reports),
-            "--trec-dir",
-            str(scratch / "trec"),
-        ]
-    )
-    return commands
 
 
 def run(args: argparse.Namespace) -> int:
@@ -112,18 +42,12 @@ def run(args: argparse.Namespace) -> int:
         f"holdout opened ({args.split}) by {opening['who']} at {opening['when']}: "
         f"{len(configs)} configurations; logged to {args.log}"
     )
-    shutil.rmtree(SCRATCH, ignore_errors=True)
-    env = {**os.environ, holdout.OPENING_ENV: json.dumps(opening, sort_keys=True)}
-    try:
-        for step in stage_commands(grid, args.split, SCRATCH, Path(args.reports)):
-            result = subprocess.run([sys.executable, *step], env=env)
-            if result.returncode != 0:
-                print(
-                    f"error: {' '.join(step)} failed (exit {result.returncode}); the opening stays logged",
-                    file=sys.stderr,
-                )
-                return 1
-    finally:
-        shutil.rmtree(SCRATCH, ignore_errors=True)
+    failure = run_stages(grid, args.split, Path(args.reports), opening)
+    if failure is not None:
+        print(
+            f"error: {' '.join(failure.step)} failed (exit {failure.returncode}); the opening stays logged",
+            file=sys.stderr,
+        )
+        return 1
     print(f"holdout scores: {args.reports}/metrics.json, grid.md, per_query.parquet")
     return 0

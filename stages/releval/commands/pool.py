@@ -38,18 +38,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from releval.judging import judgments as jmod
-from releval.inputs.corpus import dataset_root_of, find_corpus, find_queries, read_docs
 from releval.errors import InputError, InputErrors
-from releval.judging.pool import (
-    build_pool,
-    expand_runs,
-    read_any_run,
-    read_filled_pool,
-    read_query_texts,
-    top_documents,
-    write_pool,
-)
+from releval.judging.pool import import_filled_pool, make_pool, write_pool
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -99,18 +89,13 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.depth < 1:
         raise InputError(f"must be >= 1, got {args.depth}", file="<command line>", field="depth")
-    run_paths = expand_runs(args.runs)
-    queries = read_query_texts(args.queries, args.queries_format)
-    docs = read_docs(args.corpus, args.corpus_format)
-    judged = None
-    if args.judgments:
-        judged = jmod.load_version(args.judgments).judgments.select("query_id", "doc_id")
-    tops = [top_documents(read_any_run(path), args.depth) for path in run_paths]
-    table, left_out = build_pool(tops, queries, docs, judged)
-    write_pool(out, table)
+    pool = make_pool(
+        args.runs, args.queries, args.queries_format, args.corpus, args.corpus_format, args.judgments, args.depth
+    )
+    write_pool(out, pool.table)
     print(
-        f"pool: {table.height} (query, document) pairs over {table['query_id'].n_unique()} queries from "
-        f"{len(run_paths)} run(s) at depth {args.depth}; {left_out} already judged left out -> {out}"
+        f"pool: {pool.table.height} (query, document) pairs over {pool.table['query_id'].n_unique()} queries from "
+        f"{pool.n_runs} run(s) at depth {args.depth}; {pool.left_out} already judged left out -> {out}"
     )
     return 0
 
@@ -133,42 +118,23 @@ def _run_import(args: argparse.Namespace) -> int:
 def _import(args: argparse.Namespace) -> int:
     if not args.into:
         raise InputError("--import needs --into SET_DIR", file="<command line>", field="into")
-    from releval.inputs.schemas import load_queries
-
-    into = Path(args.into)
-    records, ungraded, read_errors = read_filled_pool(args.import_path, args.annotator)
-    root = dataset_root_of(into)
-    queries_path = Path(args.queries) if args.queries else find_queries(root)
-    corpus_path = Path(args.corpus) if args.corpus else find_corpus(root)
-    query_ids = None
-    if queries_path is not None:
-        if queries_path.suffix.lower() == ".parquet" or args.queries_format != "jsonl":
-            query_ids = read_query_texts(queries_path, args.queries_format)["query_id"].to_list()
-        else:
-            query_ids = load_queries(queries_path)["query_id"].to_list()
-    lengths = jmod.doc_lengths(read_docs(corpus_path, args.corpus_format)) if corpus_path is not None else None
-    base_dir = into if into.exists() else (Path(args.parent) if args.parent else None)
-    base_qrels = jmod.load_version(base_dir).qrels() if base_dir is not None and base_dir.exists() else None
-    if args.date is not None and jmod._date_text(args.date) is None:
-        raise InputError(f"expected YYYY-MM-DD, got {args.date!r}", file="<command line>", field="date")
-    judgment_set, added = jmod.add_judgments(
-        records,
-        str(args.import_path),
-        into,
+    result = import_filled_pool(
+        args.import_path,
+        args.into,
+        annotator=args.annotator,
         parent=args.parent,
         date=args.date,
-        query_ids=query_ids,
-        doc_lengths=lengths,
-        errors=read_errors,
+        queries=args.queries,
+        queries_format=args.queries_format,
+        corpus=args.corpus,
+        corpus_format=args.corpus_format,
     )
     moved = ""
-    if base_qrels is not None:
-        report = jmod.idcg_change_report(base_qrels, judgment_set.qrels(), (10,))
-        moved = f"; IDCG@10 moved for {report.height} quer{'y' if report.height == 1 else 'ies'}"
-    checked = [name for name, value in (("queries", query_ids), ("corpus", lengths)) if value is not None]
+    if result.idcg_moved is not None:
+        moved = f"; IDCG@10 moved for {result.idcg_moved} quer{'y' if result.idcg_moved == 1 else 'ies'}"
     print(
-        f"import: {added} judgments added to {judgment_set.version} ({ungraded} ungraded rows skipped; "
-        f"ids checked against {' and '.join(checked) or 'nothing: no queries or corpus found'}){moved}; "
-        f"manifest sealed with judgments_sha256 {judgment_set.manifest.judgments_sha256[:12]}…"
+        f"import: {result.added} judgments added to {result.judgment_set.version} ({result.ungraded} ungraded rows "
+        f"skipped; ids checked against {' and '.join(result.checked_against) or 'nothing: no queries or corpus found'})"
+        f"{moved}; manifest sealed with judgments_sha256 {result.judgment_set.manifest.judgments_sha256[:12]}…"
     )
     return 0

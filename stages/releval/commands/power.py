@@ -24,11 +24,5 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from releval.measurement import stats
 
-    setting = f"sd {args.sd:g}, alpha {args.alpha:g}, power {args.power:g}, two-sided paired t-test"
-    if args.delta is not None:
-        n = stats.queries_needed(args.sd, args.delta, alpha=args.alpha, power=args.power)
-        print(f"{n} queries to detect a mean difference of {abs(args.delta):g} ({setting})")
-    else:
-        delta = stats.minimum_detectable_difference(args.sd, args.n, alpha=args.alpha, power=args.power)
-        print(f"{delta:.4g} is the smallest mean difference {args.n} queries resolve ({setting})")
+    print(stats.power_answer(args.sd, delta=args.delta, n=args.n, alpha=args.alpha, power=args.power))
     return 0

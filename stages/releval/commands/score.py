@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import sys
 
 from releval import io
@@ -15,11 +14,11 @@ from releval.measurement.metrics import (
     NO_RELEVANT_POLICIES,
     TIE_RULES,
     Contract,
-    Evaluation,
     evaluate,
     parse_metrics,
 )
 from releval.inputs.trec import FORMATS, read_qrels, read_run
+from releval.measurement.evaluation_text import evaluation_json, evaluation_tsv
 
 DEFAULT_METRICS = "ndcg@10,recall@100,map,mrr@10,p@10,judged@10"
 _CONTRACT_OPTIONS = {
@@ -70,7 +69,8 @@ def run(args: argparse.Namespace) -> int:
     qrels = read_qrels(args.qrels, args.qrels_format)
     run_table = read_run(args.run, args.run_format)
     evaluation = evaluate(qrels, run_table, metrics, contract, qrels_source=args.qrels, run_source=args.run)
-    text = render_json(evaluation, args.per_query) if args.format == "json" else render_tsv(evaluation, args.per_query)
+    render = evaluation_json if args.format == "json" else evaluation_tsv
+    text = render(evaluation, args.per_query)
     if args.output:
         io.write_text(args.output, text)
     else:
@@ -91,24 +91,3 @@ def contract_from_args(args: argparse.Namespace) -> Contract:
                     field=_CONTRACT_OPTIONS[term],
                 )
     return dataclasses.replace(base, **given)
-
-
-def render_json(evaluation: Evaluation, per_query: bool) -> str:
-    return json.dumps(evaluation.to_dict(per_query=per_query), indent=2, allow_nan=False) + "\n"
-
-
-def render_tsv(evaluation: Evaluation, per_query: bool) -> str:
-    """Comment lines carry the contract and counts; then ``query_id`` rows and a final ``all`` row of means."""
-    document = evaluation.to_dict(per_query=per_query)
-    names = document["contract"]["metrics"]
-    lines = [f"# contract {key}={json.dumps(value)}" for key, value in document["contract"].items()]
-    lines += [f"# counts {key}={json.dumps(value)}" for key, value in document["counts"].items()]
-    lines.append("\t".join(["query_id", *names]))
-    for query_id, values in document.get("per_query", {}).items():
-        lines.append("\t".join([query_id, *(_number(values[name]) for name in names)]))
-    lines.append("\t".join(["all", *(_number(document["mean"][name]) for name in names)]))
-    return "\n".join(lines) + "\n"
-
-
-def _number(value: float) -> str:
-    return repr(float(value))

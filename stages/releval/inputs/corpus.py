@@ -43,11 +43,7 @@ from typing import Callable, Iterator, Mapping
 import polars as pl
 
 from releval.errors import InputError
-
-DOCS_SCHEMA = pl.Schema({"doc_id": pl.Utf8, "title": pl.Utf8, "text": pl.Utf8, "sha256": pl.Utf8})
-QUERIES_SCHEMA = pl.Schema({"query_id": pl.Utf8, "text": pl.Utf8})
-SMART_QUERIES_SCHEMA = pl.Schema({"query_id": pl.Utf8, "text": pl.Utf8, "source_id": pl.Utf8})
-JUDGMENTS_SCHEMA = pl.Schema({"query_id": pl.Utf8, "doc_id": pl.Utf8, "grade": pl.Int64})
+from releval.tables import DOCUMENTS, IMPORTED_QUERIES, QRELS, SMART_QUERIES
 
 # Cleverdon's codes (cranqrel.readme) run the other way from releval grades: 1 "complete answer",
 # 2 "high degree of relevance", 3 "useful", 4 "minimum interest", 5 "no interest" (never listed).
@@ -106,7 +102,7 @@ def read_corpus(path: str | os.PathLike, fmt: str) -> pl.DataFrame:
             "text": [r.text for r in records],
             "sha256": [_content_sha256(r) for r in records],
         },
-        schema=DOCS_SCHEMA,
+        schema=DOCUMENTS.schema,
     )
 
 
@@ -125,8 +121,8 @@ def read_queries(path: str | os.PathLike, fmt: str) -> pl.DataFrame:
     _warn_empty_texts(records, "queries")
     columns = {"query_id": [r.id for r in records], "text": [r.text for r in records]}
     if fmt != "smart":
-        return pl.DataFrame(columns, schema=QUERIES_SCHEMA)
-    return pl.DataFrame(columns | {"source_id": [r.source_id for r in records]}, schema=SMART_QUERIES_SCHEMA)
+        return pl.DataFrame(columns, schema=IMPORTED_QUERIES.schema)
+    return pl.DataFrame(columns | {"source_id": [r.source_id for r in records]}, schema=SMART_QUERIES.schema)
 
 
 def read_judgments(
@@ -152,7 +148,7 @@ def read_judgments(
         )
     return pl.DataFrame(
         {"query_id": [r[0] for r in rows], "doc_id": [r[1] for r in rows], "grade": [r[2] for r in rows]},
-        schema=JUDGMENTS_SCHEMA,
+        schema=QRELS.schema,
     )
 
 

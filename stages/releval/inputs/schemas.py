@@ -46,36 +46,12 @@ from typing import Any, Callable, Iterable, Mapping
 import polars as pl
 
 from releval.errors import InputError, InputErrors
+from releval.tables import JUDGMENTS, QUERIES
 
 SPLITS = ("dev", "holdout")
 
-QUERY_FIELDS = ("query_id", "text", "split", "slices", "must_never_break")
 QUERY_REQUIRED = ("query_id", "text", "split")
-JUDGMENT_FIELDS = ("query_id", "doc_id", "grade", "annotator", "span_start", "span_end", "notes")
 JUDGMENT_REQUIRED = ("query_id", "doc_id", "grade", "annotator")
-
-QUERIES_SCHEMA = pl.Schema(
-    {
-        "query_id": pl.Utf8,
-        "text": pl.Utf8,
-        "split": pl.Utf8,
-        "slices": pl.List(pl.Utf8),
-        "must_never_break": pl.Boolean,
-        "line": pl.Int64,
-    }
-)
-JUDGMENTS_SCHEMA = pl.Schema(
-    {
-        "query_id": pl.Utf8,
-        "doc_id": pl.Utf8,
-        "grade": pl.Int64,
-        "annotator": pl.Utf8,
-        "span_start": pl.Int64,
-        "span_end": pl.Int64,
-        "notes": pl.Utf8,
-        "line": pl.Int64,
-    }
-)
 
 _BOM = b"\xef\xbb\xbf"
 
@@ -267,7 +243,7 @@ def _non_empty(column: str):
 
 
 def queries_schema():
-    """The pandera schema of a query table (columns of :data:`QUERIES_SCHEMA`)."""
+    """The pandera schema of a query table being validated (:attr:`releval.tables.QUERIES.schema_with_line`)."""
     import pandera.polars as pa
 
     slices_ok = pa.Check(
@@ -280,16 +256,19 @@ def queries_schema():
         name="slices_valid",
         error="slices_valid",
     )
+    dtype = QUERIES.schema_with_line
     return pa.DataFrameSchema(
         {
-            "query_id": pa.Column(pl.Utf8, checks=[_non_empty("query_id")], unique=True, nullable=False),
-            "text": pa.Column(pl.Utf8, checks=[_non_empty("text")], nullable=False),
+            "query_id": pa.Column(dtype["query_id"], checks=[_non_empty("query_id")], unique=True, nullable=False),
+            "text": pa.Column(dtype["text"], checks=[_non_empty("text")], nullable=False),
             "split": pa.Column(
-                pl.Utf8, checks=[pa.Check.isin(list(SPLITS), name="split_known", error="split_known")], nullable=False
+                dtype["split"],
+                checks=[pa.Check.isin(list(SPLITS), name="split_known", error="split_known")],
+                nullable=False,
             ),
-            "slices": pa.Column(pl.List(pl.Utf8), checks=[slices_ok], nullable=False),
-            "must_never_break": pa.Column(pl.Boolean, nullable=False),
-            "line": pa.Column(pl.Int64, nullable=False),
+            "slices": pa.Column(dtype["slices"], checks=[slices_ok], nullable=False),
+            "must_never_break": pa.Column(dtype["must_never_break"], nullable=False),
+            "line": pa.Column(dtype["line"], nullable=False),
         },
         strict=True,
         name="queries",
@@ -297,7 +276,8 @@ def queries_schema():
 
 
 def judgments_schema(scale: Mapping[int, str] | None = None):
-    """The pandera schema of a judgment table; ``scale`` (grade -> label) bounds the grades.
+    """The pandera schema of a judgment table being validated
+    (:attr:`releval.tables.JUDGMENTS.schema_with_line`); ``scale`` (grade -> label) bounds the grades.
 
     Without a scale, grades must be integers >= 0 (what the metric engine takes).
     """
@@ -322,16 +302,17 @@ def judgments_schema(scale: Mapping[int, str] | None = None):
         name="span_order",
         error="span_order",
     )
+    dtype = JUDGMENTS.schema_with_line
     return pa.DataFrameSchema(
         {
-            "query_id": pa.Column(pl.Utf8, checks=[_non_empty("query_id")], nullable=False),
-            "doc_id": pa.Column(pl.Utf8, checks=[_non_empty("doc_id")], nullable=False),
-            "grade": pa.Column(pl.Int64, checks=[grade_check], nullable=False),
-            "annotator": pa.Column(pl.Utf8, checks=[_non_empty("annotator")], nullable=False),
-            "span_start": pa.Column(pl.Int64, checks=[non_negative()], nullable=True),
-            "span_end": pa.Column(pl.Int64, checks=[non_negative()], nullable=True),
-            "notes": pa.Column(pl.Utf8, nullable=True),
-            "line": pa.Column(pl.Int64, nullable=False),
+            "query_id": pa.Column(dtype["query_id"], checks=[_non_empty("query_id")], nullable=False),
+            "doc_id": pa.Column(dtype["doc_id"], checks=[_non_empty("doc_id")], nullable=False),
+            "grade": pa.Column(dtype["grade"], checks=[grade_check], nullable=False),
+            "annotator": pa.Column(dtype["annotator"], checks=[_non_empty("annotator")], nullable=False),
+            "span_start": pa.Column(dtype["span_start"], checks=[non_negative()], nullable=True),
+            "span_end": pa.Column(dtype["span_end"], checks=[non_negative()], nullable=True),
+            "notes": pa.Column(dtype["notes"], nullable=True),
+            "line": pa.Column(dtype["line"], nullable=False),
         },
         checks=[both_or_neither, ordered],
         unique=["query_id", "doc_id", "annotator"],
@@ -406,7 +387,7 @@ def validate_query_records(records: list[Record], source: str) -> tuple[pl.DataF
     columns, reported = _typed(
         records,
         source,
-        QUERY_FIELDS,
+        QUERIES.columns,
         QUERY_REQUIRED,
         _QUERY_CONVERTERS,
         {"slices": [], "must_never_break": False},
@@ -418,7 +399,7 @@ def validate_query_records(records: list[Record], source: str) -> tuple[pl.DataF
     for i, value in enumerate(columns["must_never_break"]):
         if value is None:
             columns["must_never_break"][i] = False
-    frame = pl.DataFrame(columns, schema=QUERIES_SCHEMA)
+    frame = pl.DataFrame(columns, schema=QUERIES.schema_with_line)
     first = _first_lines(frame.filter(pl.col("query_id").is_not_null()), ["query_id"])
 
     def describe(check: str, column: str | None, row: dict[str, Any]) -> tuple[str, str] | None:
@@ -477,8 +458,8 @@ def validate_judgment_records(
     Returns the table (problem rows included) and every problem.
     """
     errors: list[InputError] = []
-    columns, reported = _typed(records, source, JUDGMENT_FIELDS, JUDGMENT_REQUIRED, _JUDGMENT_CONVERTERS, {}, errors)
-    frame = pl.DataFrame(columns, schema=JUDGMENTS_SCHEMA)
+    columns, reported = _typed(records, source, JUDGMENTS.columns, JUDGMENT_REQUIRED, _JUDGMENT_CONVERTERS, {}, errors)
+    frame = pl.DataFrame(columns, schema=JUDGMENTS.schema_with_line)
     keys = ["query_id", "doc_id", "annotator"]
     complete = frame.filter(pl.all_horizontal(pl.col(k).is_not_null() for k in keys))
     first = _first_lines(complete, keys)

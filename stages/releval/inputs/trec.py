@@ -1,8 +1,9 @@
 """Read judgments and runs (TREC text, releval JSONL, parquet); write TREC run files.
 
-Tables come back in the shapes :mod:`releval.measurement.metrics` takes: qrels ``query_id, doc_id, grade``
-and runs ``query_id, doc_id, score``. Every problem is an :class:`InputError` naming the file,
-the 1-based line (for parquet: the row) and the field.
+Tables come back in the shapes :mod:`releval.measurement.metrics` takes: qrels
+(:data:`releval.tables.QRELS`) ``query_id, doc_id, grade`` and document-level runs
+(:data:`releval.tables.DOC_RUN`) ``query_id, doc_id, score``. Every problem is an
+:class:`InputError` naming the file, the 1-based line (for parquet: the row) and the field.
 
 TREC qrels lines are ``query_id iteration doc_id grade``; TREC run lines are
 ``query_id Q0 doc_id rank score tag``. Fields are separated by any whitespace; CRLF line ends,
@@ -23,10 +24,10 @@ import polars as pl
 from releval import io
 from releval.errors import InputError
 from releval.measurement.metrics import check_qrels, check_run
+from releval.tables import DOC_RUN, QRELS, TREC_QRELS_LINE, TREC_RUN_LINE, Table
 
 FORMATS = ("trec", "jsonl", "parquet")
-QRELS_COLUMNS = ("query_id", "iteration", "doc_id", "grade")
-RUN_COLUMNS = ("query_id", "Q0", "doc_id", "rank", "score", "tag")
+RUN_COLUMNS = TREC_RUN_LINE  # the old name, which benchmarks/bench_score.py imports
 _PLAIN_BYTES = bytes(range(0x20, 0x7F)) + b"\n"
 
 
@@ -46,14 +47,14 @@ def infer_format(path: str | Path) -> str:
 def read_qrels(path: str | Path, format: str | None = None) -> pl.DataFrame:
     """Judgments as ``query_id, doc_id, grade`` (grades are whole numbers >= 0)."""
     source = str(path)
-    frame, lines = _read_table(Path(path), format, QRELS_COLUMNS, value_field="grade")
+    frame, lines = _read_table(Path(path), format, TREC_QRELS_LINE, value_field="grade")
     return check_qrels(frame, source=source, lines=lines)
 
 
 def read_run(path: str | Path, format: str | None = None) -> pl.DataFrame:
     """A run as ``query_id, doc_id, score`` (scores are finite numbers)."""
     source = str(path)
-    frame, lines = _read_table(Path(path), format, RUN_COLUMNS, value_field="score")
+    frame, lines = _read_table(Path(path), format, TREC_RUN_LINE, value_field="score")
     return check_run(frame, source=source, lines=lines)
 
 
@@ -89,6 +90,15 @@ def _reject_whitespace_in_ids(run: pl.DataFrame, source: str) -> None:
                 line=int(bad[0]) + 1,
                 field=field,
             )
+
+
+def _table(value_field: str) -> Table:
+    """The table a file of ``score`` (a run) or ``grade`` (qrels) values is read into."""
+    return DOC_RUN if value_field == "score" else QRELS
+
+
+def _value_dtype(value_field: str) -> pl.DataType:
+    return _table(value_field).schema[value_field]
 
 
 def _read_table(
@@ -147,7 +157,7 @@ def _read_plain_trec(path: Path, columns: tuple[str, ...], value_field: str) -> 
     # blank lines surface below as nulls, ragged rows or a row count short of the line count.
     if not data.endswith(b"\n") or data.translate(None, _PLAIN_BYTES):
         return None
-    value_type = pl.Float64 if value_field == "score" else pl.Int64
+    value_type = _value_dtype(value_field)
     try:
         table = pl.read_csv(
             data,
@@ -183,7 +193,7 @@ def _read_trec_tokens(path: Path, columns: tuple[str, ...], value_field: str) ->
         "line",
         *[pl.col("tokens").list.get(columns.index(name)).alias(name) for name in ("query_id", "doc_id", value_field)],
     )
-    value_type = pl.Float64 if value_field == "score" else pl.Int64
+    value_type = _value_dtype(value_field)
     values = fields[value_field].cast(value_type, strict=False)
     unparsed = np.flatnonzero(values.is_null().to_numpy())
     if unparsed.size:
@@ -227,12 +237,7 @@ def _read_jsonl(path: Path, value_field: str) -> tuple[pl.DataFrame, np.ndarray]
         rows["doc_id"].append(_json_id(record, "doc_id", source, number))
         rows[value_field].append(_json_value(record, value_field, source, number))
         lines.append(number)
-    schema = {
-        "query_id": pl.String,
-        "doc_id": pl.String,
-        value_field: pl.Float64 if value_field == "score" else pl.Int64,
-    }
-    return pl.DataFrame(rows, schema=schema), np.array(lines, dtype=np.int64)
+    return pl.DataFrame(rows, schema=_table(value_field).schema), np.array(lines, dtype=np.int64)
 
 
 def _json_object(text: str, source: str, line: int) -> dict[str, Any]:

@@ -22,12 +22,14 @@ pair), kappa is 0/0: it is reported as undefined (None), not as 0 or 1.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 import numpy as np
 import polars as pl
 
 from releval.errors import InputError
+from releval.judging import judgments as jmod
 
 
 @dataclass(frozen=True)
@@ -151,3 +153,84 @@ def render(result: Agreement, label_a: str, label_b: str) -> str:
     for grade, row in zip(result.categories, result.confusion):
         lines.append(str(grade).rjust(width) + "".join(str(int(v)).rjust(width) for v in row))
     return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------- annotators from files
+
+
+def load_annotated_judgments(path: Path) -> tuple[pl.DataFrame, dict[int, str] | None]:
+    """(judgments, scale or None) of a set directory or a judgments file, validated."""
+    if path.is_dir() or (path.name == jmod.JUDGMENTS_NAME and (path.parent / jmod.MANIFEST_NAME).exists()):
+        judgment_set = jmod.load_version(path if path.is_dir() else path.parent)
+        return judgment_set.judgments, judgment_set.manifest.scale
+    return jmod.read_judgments_file(path), None
+
+
+def annotator_judgments(judgments: pl.DataFrame, name: str | None, source: Path) -> tuple[pl.DataFrame, str]:
+    """One annotator's ``query_id, doc_id, grade`` and name (``None``: the only annotator there is)."""
+    present = sorted(set(judgments["annotator"].to_list()))
+    if name is None:
+        if len(present) != 1:
+            raise InputError(
+                f"holds {len(present)} annotators ({', '.join(present)}); name the one to compare with --annotators",
+                file=str(source),
+                field="annotator",
+            )
+        name = present[0]
+    elif name not in present:
+        raise InputError(
+            f"no judgments by annotator {name!r} (present: {', '.join(present) or 'none'})",
+            file=str(source),
+            field="annotator",
+        )
+    return judgments.filter(pl.col("annotator") == name).select("query_id", "doc_id", "grade"), name
+
+
+@dataclass(frozen=True)
+class AnnotatorAgreement:
+    """The agreement of two annotators and how each is labelled: ``name (path)``."""
+
+    result: Agreement
+    label_a: str
+    label_b: str
+
+
+def annotator_agreement(paths: Sequence[Path], names: Sequence[str | None] = (None, None)) -> AnnotatorAgreement:
+    """Agreement between annotators ``names`` (A, B) of one path, or of two paths (one annotator each).
+
+    With one path and no names, its two annotators; with two paths, a name left out is that
+    side's only annotator. The categories are the declared scale's when a set is given.
+    """
+    names = list(names)
+    if len(paths) == 1:
+        judgments, scale = load_annotated_judgments(paths[0])
+        if names == [None, None]:
+            present = sorted(set(judgments["annotator"].to_list()))
+            if len(present) != 2:
+                raise InputError(
+                    f"holds {len(present)} annotators ({', '.join(present)}); name two with --annotators NAME_A,NAME_B",
+                    file=str(paths[0]),
+                    field="annotator",
+                )
+            names = list(present)
+        if names[0] == names[1]:
+            raise InputError("compare two different annotators", file="<command line>", field="annotators")
+        side_a, label_a = annotator_judgments(judgments, names[0], paths[0])
+        side_b, label_b = annotator_judgments(judgments, names[1], paths[0])
+        scale_used = scale
+        sources = (paths[0], paths[0])
+    else:
+        judgments_a, scale_a = load_annotated_judgments(paths[0])
+        judgments_b, scale_b = load_annotated_judgments(paths[1])
+        if scale_a is not None and scale_b is not None and sorted(scale_a) != sorted(scale_b):
+            raise InputError(
+                f"the two sets declare different scales: {sorted(scale_a)} and {sorted(scale_b)}",
+                file=str(paths[1]),
+                field="scale",
+            )
+        side_a, label_a = annotator_judgments(judgments_a, names[0], paths[0])
+        side_b, label_b = annotator_judgments(judgments_b, names[1], paths[1])
+        scale_used = scale_a if scale_a is not None else scale_b
+        sources = (paths[0], paths[1])
+    result = agreement(side_a, side_b, sorted(scale_used) if scale_used is not None else None)
+    return AnnotatorAgreement(result, f"{label_a} ({sources[0]})", f"{label_b} ({sources[1]})")

@@ -49,18 +49,21 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+import numpy as np
 import polars as pl
 
 from releval import io
 from releval.errors import InputError
+from releval.inputs.corpus import read_judgments
 from releval.inputs.schemas import Record, check_references, raise_all, validate_judgment_records, validate_judgments
+from releval.measurement.metrics import GAINS, grade_gains
+from releval.tables import QRELS
 
 MANIFEST_NAME = "manifest.yaml"
 JUDGMENTS_NAME = "judgments.jsonl"
 MANIFEST_KEYS = ("version", "parent", "date", "scale", "rubric", "annotators", "judgments_sha256")
 OPTIONAL_MANIFEST_KEYS = ("description",)
-GAINS = ("exponential", "linear")
-QRELS_SCHEMA = pl.Schema({"query_id": pl.Utf8, "doc_id": pl.Utf8, "grade": pl.Int64})
+QRELS_SCHEMA = QRELS.schema  # the old name, which tests/test_judgment_versions.py imports
 
 _VERSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -101,7 +104,7 @@ class JudgmentSet:
 
     path: Path
     manifest: Manifest
-    judgments: pl.DataFrame  # JUDGMENTS_SCHEMA: query_id, doc_id, grade, annotator, spans, notes, line
+    judgments: pl.DataFrame  # releval.tables.JUDGMENTS.schema_with_line
     rubric_sha256: str = ""
 
     @property
@@ -355,7 +358,7 @@ def aggregate(judgments: pl.DataFrame) -> pl.DataFrame:
     See the module docstring for the rule; rows come sorted by query_id, doc_id.
     """
     if judgments.height == 0:
-        return pl.DataFrame(schema=QRELS_SCHEMA)
+        return QRELS.empty()
     grouped = (
         judgments.group_by("query_id", "doc_id")
         .agg(pl.col("grade").sort().alias("grades"))
@@ -364,32 +367,33 @@ def aggregate(judgments: pl.DataFrame) -> pl.DataFrame:
     return grouped.select("query_id", "doc_id", pl.col("grade").cast(pl.Int64)).sort("query_id", "doc_id")
 
 
-def _gain(grades: pl.Expr, gain: str) -> pl.Expr:
-    if gain == "exponential":
-        return pl.lit(2.0).pow(grades.cast(pl.Float64)) - 1.0
-    if gain == "linear":
-        return grades.cast(pl.Float64)
-    raise InputError(f"unknown gain {gain!r}; expected one of {', '.join(GAINS)}", field="gain")
+def _check_gain(gain: str) -> None:
+    if gain not in GAINS:
+        raise InputError(f"unknown gain {gain!r}; expected one of {', '.join(GAINS)}", field="gain")
 
 
 def gain_value(grade: int, gain: str) -> float:
-    if gain not in GAINS:
-        raise InputError(f"unknown gain {gain!r}; expected one of {', '.join(GAINS)}", field="gain")
-    return float(2**grade - 1) if gain == "exponential" else float(grade)
+    """The metric engine's gain of one grade (:func:`releval.measurement.metrics.grade_gains`)."""
+    _check_gain(gain)
+    return float(grade_gains(np.array([grade]), gain)[0])
 
 
 def ideal_dcg(qrels: pl.DataFrame, k_values: Sequence[int], gain: str = "exponential") -> pl.DataFrame:
     """IDCG@k per query and k: the DCG of the query's judged grades sorted best first.
 
-    Same definition as the metric engine: gain 2^g - 1 (or g), discount 1 / log2(rank + 1).
-    Columns: query_id, k, idcg.
+    Same definition as the metric engine: its gain (:func:`releval.measurement.metrics.grade_gains`),
+    discount 1 / log2(rank + 1). Columns: query_id, k, idcg.
     """
     ks = _check_k(k_values)
-    ranked = (
-        qrels.sort(["query_id", "grade", "doc_id"], descending=[False, True, False])
-        .with_columns(pl.int_range(1, pl.len() + 1).over("query_id").alias("rank"))
-        .with_columns((_gain(pl.col("grade"), gain) / (pl.col("rank").cast(pl.Float64) + 1.0).log(2)).alias("dcg_term"))
-    )
+    _check_gain(gain)
+    ordered = qrels.sort(["query_id", "grade", "doc_id"], descending=[False, True, False])
+    # Divided by ln(rank + 1) / ln 2 and summed per query here, not by the engine's
+    # multiply-by-1/log2 and bincount: the two can differ in the last bit, and the change
+    # reports (reports/idcg_changes.*) record these exact values.
+    ranked = ordered.with_columns(
+        pl.int_range(1, pl.len() + 1).over("query_id").alias("rank"),
+        pl.Series("gain", grade_gains(ordered["grade"].to_numpy(), gain)),
+    ).with_columns((pl.col("gain") / (pl.col("rank").cast(pl.Float64) + 1.0).log(2)).alias("dcg_term"))
     frames = [
         ranked.filter(pl.col("rank") <= k)
         .group_by("query_id")
@@ -446,7 +450,7 @@ def idcg_change_report(
     judged in only one of the two has IDCG 0 in the other. Rows sorted by query_id, k.
     """
     ks = _check_k(k_values)
-    gain_value(0, gain)
+    _check_gain(gain)
     old_idcg = ideal_dcg(old_qrels, ks, gain).rename({"idcg": "old_idcg"})
     new_idcg = ideal_dcg(new_qrels, ks, gain).rename({"idcg": "new_idcg"})
     both = old_idcg.join(new_idcg, on=["query_id", "k"], how="full", coalesce=True).with_columns(
@@ -620,3 +624,84 @@ def add_judgments(
 
 def doc_lengths(docs: pl.DataFrame) -> dict[str, int]:
     return dict(zip(docs["doc_id"].to_list(), docs["text"].str.len_chars().to_list()))
+
+
+@dataclass(frozen=True)
+class ActiveJudgments:
+    """The qrels of the configured judgment source, restricted to what the corpus and query set hold."""
+
+    qrels: pl.DataFrame  # judgments of documents and queries in the corpus and query set
+    provenance: dict[str, Any]
+    dropped_outside_corpus_subset: int
+    dropped_outside_query_subset: int
+
+
+def set_provenance(judgment_set: JudgmentSet) -> dict[str, Any]:
+    """What judgments.json records about a releval judgment set."""
+    manifest = judgment_set.manifest
+    return {
+        "source_sha256": manifest.judgments_sha256,
+        "scale": {str(k): v for k, v in manifest.scale.items()},
+        "parent": manifest.parent,
+        "date": manifest.date,
+        "annotators": list(manifest.annotators),
+        "rubric": manifest.rubric,
+        "rubric_sha256": judgment_set.rubric_sha256,
+        "description": manifest.description,
+        "aggregation": "lower median of the annotators' grades",
+    }
+
+
+def active_judgments(
+    judgments: Mapping[str, Any], subset: Mapping[str, Any], docs: pl.DataFrame, query_ids: pl.Series
+) -> ActiveJudgments:
+    """Read the configured judgments (params ``judgments``) against the corpus ``docs`` and ``query_ids``.
+
+    Judged documents or queries outside the corpus or query set are an error, unless the dataset
+    is a declared ``subset``: then they are dropped and counted (IDCG must only count documents a
+    system could retrieve).
+    """
+    if judgments["format"] == "releval":
+        # A declared subset leaves judged documents/queries outside it: those are dropped and
+        # counted below, so only a full dataset checks references (and spans) here.
+        full = subset.get("docs") is None and subset.get("queries") is None
+        judgment_set = load_version(
+            judgments["path"],
+            query_ids=query_ids.to_list() if full else None,
+            doc_lengths=doc_lengths(docs) if full else None,
+        )
+        if judgment_set.version != str(judgments["version"]):
+            raise InputError(
+                f"the set in {judgments['path']} is version {judgment_set.version!r}",
+                file="params.yaml",
+                field="judgments.version",
+            )
+        qrels = judgment_set.qrels()
+        provenance = set_provenance(judgment_set)
+    else:
+        qrels = read_judgments(judgments["path"], judgments["format"])
+        provenance = {
+            "source_sha256": io.sha256_file(judgments["path"]),
+            "scale": {str(k): v for k, v in judgments.get("scale", {}).items()},
+        }
+    doc_ids = docs["doc_id"]
+    unknown_docs = qrels.filter(~pl.col("doc_id").is_in(doc_ids.implode()))
+    if unknown_docs.height and subset.get("docs") is None:
+        first = unknown_docs.row(0, named=True)
+        raise InputError(
+            f"{unknown_docs.height} judgment(s) name documents not in the corpus "
+            f"(first: query {first['query_id']}, doc {first['doc_id']})",
+            file=judgments["path"],
+            field="doc_id",
+        )
+    outside_queries = qrels.filter(~pl.col("query_id").is_in(query_ids.implode()))
+    if outside_queries.height and subset.get("queries") is None:
+        first = outside_queries.row(0, named=True)
+        raise InputError(
+            f"{outside_queries.height} judgment(s) name queries not in the query set "
+            f"(first: query {first['query_id']})",
+            file=judgments["path"],
+            field="query_id",
+        )
+    known = qrels.filter(pl.col("doc_id").is_in(doc_ids.implode()) & pl.col("query_id").is_in(query_ids.implode()))
+    return ActiveJudgments(known, provenance, unknown_docs.height, outside_queries.height)

@@ -3,8 +3,8 @@
 :func:`build_pool` takes each run's top documents and leaves out pairs already judged; rows are
 sorted by query and document and carry no score, rank, run name or vote count. A filled pool
 (CSV or JSONL) is read back by :func:`read_filled_pool` as judgment records with the pool file's
-line numbers, for the same validation as ``judgments.jsonl``. The `releval pool` command and
-`releval validate` both use this module.
+line numbers, for the same validation as ``judgments.jsonl``; :func:`import_filled_pool` adds
+them to a judgment set. The `releval pool` command and `releval validate` both use this module.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import io as _io
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -22,7 +23,9 @@ from releval.retrieval import runs
 from releval.measurement import scoring
 from releval.inputs import trec
 from releval.errors import InputError
+from releval.inputs.corpus import dataset_root_of, find_corpus, find_queries, read_docs
 from releval.inputs.schemas import Record, raise_all, read_jsonl
+from releval.judging import judgments as jmod
 
 POOL_COLUMNS = ("query_id", "query", "doc_id", "title", "snippet", "grade", "annotator", "notes")
 SNIPPET_CHARS = 300
@@ -168,6 +171,37 @@ def write_pool(out: Path, table: pl.DataFrame) -> None:
     io.write_text(out, buffer.getvalue())
 
 
+@dataclass(frozen=True)
+class Pool:
+    """A pool table, how many judged pairs it left out, and how many runs it was made from."""
+
+    table: pl.DataFrame
+    left_out: int
+    n_runs: int
+
+
+def make_pool(
+    run_names: Iterable[str],
+    queries: str | Path,
+    queries_format: str,
+    corpus: str | Path,
+    corpus_format: str,
+    judgment_set: str | Path | None,
+    depth: int,
+) -> Pool:
+    """The pool of the runs named (see :func:`expand_runs`) at ``depth``, less the pairs judged in
+    ``judgment_set`` (by anyone)."""
+    run_paths = expand_runs(run_names)
+    query_texts = read_query_texts(queries, queries_format)
+    docs = read_docs(corpus, corpus_format)
+    judged = None
+    if judgment_set:
+        judged = jmod.load_version(judgment_set).judgments.select("query_id", "doc_id")
+    tops = [top_documents(read_any_run(path), depth) for path in run_paths]
+    table, left_out = build_pool(tops, query_texts, docs, judged)
+    return Pool(table, left_out, len(run_paths))
+
+
 # --------------------------------------------------------------------------- reading a filled pool
 
 
@@ -260,3 +294,66 @@ def _csv_rows(path: Path, errors: list[InputError]) -> list[tuple[int, dict[str,
     except csv.Error as exc:
         errors.append(InputError(f"malformed CSV: {exc}", file=source, line=reader.line_num, field="row"))
     return rows
+
+
+# --------------------------------------------------------------------------- importing a filled pool
+
+
+@dataclass(frozen=True)
+class PoolImport:
+    """What importing a filled pool did."""
+
+    judgment_set: jmod.JudgmentSet  # the set after the import, its manifest re-sealed
+    added: int  # judgments added
+    ungraded: int  # rows with an empty grade, skipped
+    checked_against: list[str]  # "queries" and/or "corpus": what the ids were checked against
+    idcg_moved: int | None  # queries whose IDCG@10 moved relative to the base set; None: no base set
+
+
+def import_filled_pool(
+    filled: str | Path,
+    into: str | Path,
+    annotator: str | None = None,
+    parent: str | Path | None = None,
+    date: str | None = None,
+    queries: str | Path | None = None,
+    queries_format: str = "jsonl",
+    corpus: str | Path | None = None,
+    corpus_format: str = "jsonl",
+) -> PoolImport:
+    """Add a filled pool's graded rows to the set ``into`` (a new version of ``parent`` when ``into``
+    does not exist). Queries and corpus default to the set's dataset's; nothing is written unless
+    every row is valid (InputErrors lists every problem)."""
+    from releval.inputs.schemas import load_queries
+
+    into = Path(into)
+    records, ungraded, read_errors = read_filled_pool(filled, annotator)
+    root = dataset_root_of(into)
+    queries_path = Path(queries) if queries else find_queries(root)
+    corpus_path = Path(corpus) if corpus else find_corpus(root)
+    query_ids = None
+    if queries_path is not None:
+        if queries_path.suffix.lower() == ".parquet" or queries_format != "jsonl":
+            query_ids = read_query_texts(queries_path, queries_format)["query_id"].to_list()
+        else:
+            query_ids = load_queries(queries_path)["query_id"].to_list()
+    lengths = jmod.doc_lengths(read_docs(corpus_path, corpus_format)) if corpus_path is not None else None
+    base_dir = into if into.exists() else (Path(parent) if parent else None)
+    base_qrels = jmod.load_version(base_dir).qrels() if base_dir is not None and base_dir.exists() else None
+    if date is not None and jmod._date_text(date) is None:
+        raise InputError(f"expected YYYY-MM-DD, got {date!r}", file="<command line>", field="date")
+    judgment_set, added = jmod.add_judgments(
+        records,
+        str(filled),
+        into,
+        parent=parent,
+        date=date,
+        query_ids=query_ids,
+        doc_lengths=lengths,
+        errors=read_errors,
+    )
+    moved = None
+    if base_qrels is not None:
+        moved = jmod.idcg_change_report(base_qrels, judgment_set.qrels(), (10,)).height
+    checked = [name for name, value in (("queries", query_ids), ("corpus", lengths)) if value is not None]
+    return PoolImport(judgment_set, added, ungraded, checked, moved)

@@ -1,7 +1,7 @@
 """Paired comparisons of scored configurations, grid-wide tests and the regression gate.
 
-Pure logic: polars tables and dicts in, dataclasses and text out. The command modules
-(`releval compare`, `releval gate`) do the reading; every statistic comes from
+Pure logic: polars tables and dicts in, dataclasses and text out. The reading (reports, run
+files, git revisions) is :mod:`releval.measurement.comparisons`; every statistic comes from
 :mod:`releval.measurement.stats`.
 
 A *side* of a comparison is one configuration's per-query scores (``query_id`` plus one column
@@ -24,6 +24,7 @@ import polars as pl
 
 from releval.measurement import stats
 from releval.errors import InputError
+from releval.measurement.metrics import contract_differences as differing_terms
 
 # Contract fields that do not change what a per-query number means: which metrics were
 # computed, which one is headlined, and how many topics the query file held (the query *set*
@@ -58,13 +59,12 @@ class Side:
 
 
 def contract_differences(baseline: Mapping[str, Any], candidate: Mapping[str, Any]) -> list[str]:
-    """Every contract field on which the two disagree, as ``"field: baseline X, candidate Y"``."""
-    found = []
-    for key in sorted((set(baseline) | set(candidate)) - IGNORED_CONTRACT_FIELDS):
-        a, b = baseline.get(key, "<absent>"), candidate.get(key, "<absent>")
-        if a != b:
-            found.append(f"{key}: baseline {a!r}, candidate {b!r}")
-    return found
+    """Every contract field on which the two disagree (:func:`releval.measurement.metrics.contract_differences`,
+    :data:`IGNORED_CONTRACT_FIELDS` aside), as ``"field: baseline X, candidate Y"``."""
+    return [
+        f"{key}: baseline {baseline.get(key, '<absent>')!r}, candidate {candidate.get(key, '<absent>')!r}"
+        for key in differing_terms(baseline, candidate, ignore=IGNORED_CONTRACT_FIELDS)
+    ]
 
 
 def _preview(ids: Sequence[str], limit: int = 5) -> str:

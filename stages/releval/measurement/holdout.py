@@ -22,7 +22,6 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
-import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -30,12 +29,14 @@ from typing import Any
 import polars as pl
 
 from releval.errors import InputError
+from releval.provenance import revisions
+from releval import paths
 
 SPLITS = ("dev", "holdout")
 # What a scoring run may ask for: the dev queries (default), the holdout alone, or both.
 SCORE_SPLITS = ("dev", "holdout", "all")
 LOG_FIELDS = ("when", "who", "split", "configs", "command")
-DEFAULT_LOG = Path("reports/holdout_access.jsonl")
+DEFAULT_LOG = Path(paths.HOLDOUT_LOG)
 # Set by `releval holdout` to the entry it has just logged, so the scoring step it runs does
 # not log the same opening twice. Honoured only when that entry is the log's last line.
 OPENING_ENV = "RELEVAL_HOLDOUT_OPENING"
@@ -172,12 +173,7 @@ def scoring_selection(
 def who_opens(cwd: str | os.PathLike | None = None, env: Mapping[str, str] | None = None) -> str:
     """``git config user.name``, else $USER (or $LOGNAME), else ``unknown``."""
     env = dict(os.environ if env is None else env)
-    try:
-        result = subprocess.run(["git", "config", "user.name"], capture_output=True, text=True, cwd=cwd, env=env)
-        name = result.stdout.strip() if result.returncode == 0 else ""
-    except OSError:
-        name = ""
-    return name or env.get("USER") or env.get("LOGNAME") or "unknown"
+    return revisions.user_name(cwd, env) or env.get("USER") or env.get("LOGNAME") or "unknown"
 
 
 def already_logged(path: str | os.PathLike, entry_json: str | None) -> bool:

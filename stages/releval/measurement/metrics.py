@@ -29,12 +29,13 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Collection, Iterable, Mapping, Sequence
 
 import numpy as np
 import polars as pl
 
 from releval.errors import InputError
+from releval.tables import DOC_RUN, QRELS
 
 GAINS = ("exponential", "linear")
 TIE_RULES = ("docid-asc", "trec_eval")
@@ -49,9 +50,6 @@ FIXED_TERMS = {
     "unjudged": "grade 0",
     "aggregation": "arithmetic mean over evaluated queries",
 }
-
-RUN_SCHEMA = {"query_id": pl.String, "doc_id": pl.String, "score": pl.Float64}
-QRELS_SCHEMA = {"query_id": pl.String, "doc_id": pl.String, "grade": pl.Int64}
 
 _CONTRACT_SOURCE = "<contract>"
 _METRICS_SOURCE = "<metrics>"
@@ -132,10 +130,18 @@ class ContractMismatchError(ValueError):
     """Numbers computed under different contracts were about to be compared."""
 
 
-def contract_differences(a: Contract | Mapping[str, Any], b: Contract | Mapping[str, Any]) -> list[str]:
-    """Names of the contract terms on which ``a`` and ``b`` differ (metric lists are not terms)."""
+def contract_differences(
+    a: Contract | Mapping[str, Any], b: Contract | Mapping[str, Any], *, ignore: Collection[str] = ("metrics",)
+) -> list[str]:
+    """Names of the contract terms on which ``a`` and ``b`` differ, sorted; a term only one side
+    records differs. Keys in ``ignore`` are not compared (by default the metric list: not a term)."""
     terms_a, terms_b = _contract_terms(a), _contract_terms(b)
-    return sorted(key for key in terms_a.keys() | terms_b.keys() if terms_a.get(key) != terms_b.get(key))
+    absent = object()
+    return sorted(
+        key
+        for key in (terms_a.keys() | terms_b.keys()) - set(ignore)
+        if terms_a.get(key, absent) != terms_b.get(key, absent)
+    )
 
 
 def ensure_same_contract(a: Contract | Mapping[str, Any], b: Contract | Mapping[str, Any]) -> None:
@@ -148,9 +154,7 @@ def ensure_same_contract(a: Contract | Mapping[str, Any], b: Contract | Mapping[
 
 
 def _contract_terms(contract: Contract | Mapping[str, Any]) -> dict[str, Any]:
-    if isinstance(contract, Contract):
-        return contract.to_dict()
-    return {key: value for key, value in contract.items() if key != "metrics"}
+    return contract.to_dict() if isinstance(contract, Contract) else dict(contract)
 
 
 def _require_choice(field: str, value: object, choices: tuple[str, ...]) -> None:
@@ -212,7 +216,7 @@ def parse_metrics(names: Iterable[str | Metric]) -> list[Metric]:
 
 
 def check_run(run: pl.DataFrame, *, source: str = "run table", lines: np.ndarray | None = None) -> pl.DataFrame:
-    """Validate a run table and return it with :data:`RUN_SCHEMA` dtypes.
+    """Validate a document-level run and return it as :data:`releval.tables.DOC_RUN`.
 
     ``lines`` gives the file line of each row; without it rows are numbered from 1.
     """
@@ -220,13 +224,13 @@ def check_run(run: pl.DataFrame, *, source: str = "run table", lines: np.ndarray
 
 
 def check_qrels(qrels: pl.DataFrame, *, source: str = "qrels table", lines: np.ndarray | None = None) -> pl.DataFrame:
-    """Validate judgments and return them with :data:`QRELS_SCHEMA` dtypes."""
+    """Validate judgments and return them as :data:`releval.tables.QRELS`."""
     return _checked_qrels(qrels, source, lines)[0]
 
 
 def _checked_run(run: pl.DataFrame, source: str, lines: np.ndarray | None) -> tuple[pl.DataFrame, np.ndarray]:
     """:func:`check_run`, also returning the pair keys it computed (see :func:`_pair_keys`)."""
-    run = _conform(run, RUN_SCHEMA, source, lines)
+    run = _conform(run, DOC_RUN.schema, source, lines)
     if run.height == 0:
         raise InputError("the run is empty", file=source)
     scores = run["score"].to_numpy()
@@ -242,7 +246,7 @@ def _checked_run(run: pl.DataFrame, source: str, lines: np.ndarray | None) -> tu
 
 def _checked_qrels(qrels: pl.DataFrame, source: str, lines: np.ndarray | None) -> tuple[pl.DataFrame, np.ndarray]:
     """:func:`check_qrels`, also returning the pair keys it computed (see :func:`_pair_keys`)."""
-    qrels = _conform(qrels, QRELS_SCHEMA, source, lines)
+    qrels = _conform(qrels, QRELS.schema, source, lines)
     if qrels.height == 0:
         raise InputError("there are no judgments", file=source)
     grades = qrels["grade"].to_numpy()
@@ -491,7 +495,8 @@ def _rank_within_blocks(sorted_codes: np.ndarray) -> np.ndarray:
 # Metrics: each returns one value per query code
 
 
-def _gain(grades: np.ndarray, gain: str) -> np.ndarray:
+def grade_gains(grades: np.ndarray, gain: str) -> np.ndarray:
+    """The gain of each grade: 2^grade - 1 (``exponential``) or the grade (``linear``), as floats."""
     return np.exp2(grades) - 1.0 if gain == "exponential" else grades.astype(np.float64)
 
 
@@ -519,13 +524,13 @@ def _relevant(ranking: _Ranking, contract: Contract) -> np.ndarray:
 
 def _dcg(ranking: _Ranking, judgments: _Judgments, contract: Contract, k: int | None) -> np.ndarray:
     top = _within(ranking.rank, k)
-    gains = _gain(ranking.grade[top], contract.gain) * _discount(ranking.rank[top])
+    gains = grade_gains(ranking.grade[top], contract.gain) * _discount(ranking.rank[top])
     return _per_query_sum(ranking.query[top], gains, ranking.n_queries)
 
 
 def _ideal_dcg(judgments: _Judgments, contract: Contract, k: int | None, n_queries: int) -> np.ndarray:
     top = _within(judgments.ideal_rank, k)
-    gains = _gain(judgments.ideal_grade[top], contract.gain) * _discount(judgments.ideal_rank[top])
+    gains = grade_gains(judgments.ideal_grade[top], contract.gain) * _discount(judgments.ideal_rank[top])
     return _per_query_sum(judgments.ideal_query[top], gains, n_queries)
 
 
@@ -539,7 +544,7 @@ def _reorder_ceiling(ranking: _Ranking, judgments: _Judgments, contract: Contrac
     query, grade = ranking.query[top], ranking.grade[top]
     best_first = np.lexsort((-grade, query))
     query, grade = query[best_first], grade[best_first]
-    gains = _gain(grade, contract.gain) * _discount(_rank_within_blocks(query))
+    gains = grade_gains(grade, contract.gain) * _discount(_rank_within_blocks(query))
     dcg = _per_query_sum(query, gains, ranking.n_queries)
     return _ratio(dcg, _ideal_dcg(judgments, contract, k, ranking.n_queries))
 

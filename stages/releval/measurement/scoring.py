@@ -2,7 +2,8 @@
 
 The score stage, rescore (the archive), audit, compare, the report and pool all go through
 these functions; nothing else collapses chunks to documents, restricts a run to a split or
-rebuilds a :class:`~releval.measurement.metrics.Contract` from its recorded form.
+rebuilds a :class:`~releval.measurement.metrics.Contract` from its recorded form. The score
+stage's records (metrics.json, lineage.json, per_query.parquet) are assembled here too.
 """
 
 from __future__ import annotations
@@ -10,13 +11,17 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import polars as pl
 
+from releval import io
 from releval.measurement import holdout
 from releval.retrieval import runs
 from releval.measurement.metrics import FIXED_TERMS, Contract, Evaluation, evaluate
+
+JUDGED_WARNING = 0.5  # judged@k below this: the number leans on unjudged documents counted as 0
 
 
 def contract_from_record(record: Mapping[str, Any], **overrides: Any) -> Contract:
@@ -93,3 +98,114 @@ def score_table(
     return evaluate(
         qrels, doc_run.select("query_id", "doc_id", "score"), metrics, contract, slices=slices, run_source=run_source
     )
+
+
+def low_judged(mean: Mapping[str, Any], metrics: Iterable[str]) -> list[tuple[str, float]]:
+    """The (judged@k, value) pairs of ``mean`` below :data:`JUDGED_WARNING`: scores that are lower bounds."""
+    return [(m, mean[m]) for m in metrics if m.startswith("judged@") and mean.get(m, 1.0) < JUDGED_WARNING]
+
+
+# --------------------------------------------------------------------------- the score stage's records
+
+
+def run_warnings(config_id: str, evaluation: Evaluation, metrics: Sequence[str], meta: Mapping[str, Any]) -> list[str]:
+    """What the score stage warns about one configuration: unjudged top documents, truncated chunks."""
+    found = [
+        f"{config_id}: {metric} = {value:.2f}; most top documents are unjudged and count as non-relevant"
+        for metric, value in low_judged(evaluation.mean, metrics)
+    ]
+    rate = meta["ops"].get("truncation_rate")
+    if rate and meta["kind"] == "dense":  # fused and reranked runs inherit it; say it once
+        found.append(
+            f"{config_id}: {rate:.1%} of chunks were truncated at the model's max_seq_length, "
+            f"{meta['ops'].get('truncated_token_share', 0.0):.1%} of their tokens never encoded"
+        )
+    return found
+
+
+@dataclass(frozen=True)
+class ScoredRun:
+    """One stored run scored by the score stage."""
+
+    config_id: str
+    result: dict[str, Any]  # see config_result
+    per_query: pl.DataFrame  # the evaluation's per-query table, config_id added
+    document_run: pl.DataFrame  # the run at document level over the scored queries (its TREC file)
+
+
+def score_run(run_dir: Path, scored: ScoredQueries, metrics: Sequence[str], contract: Contract) -> ScoredRun:
+    """Read the run in ``run_dir``, collapse it to documents and score it over ``scored``."""
+    chunk_run, meta = runs.read_run(run_dir)
+    doc_run = document_run(chunk_run, scored.ids)
+    evaluation = score(doc_run, scored, metrics, contract)
+    cid = meta["config_id"]
+    return ScoredRun(
+        config_id=cid,
+        result=config_result(run_dir, meta, evaluation, metrics),
+        per_query=evaluation.per_query.with_columns(pl.lit(cid).alias("config_id")),
+        document_run=doc_run,
+    )
+
+
+def config_result(
+    run_dir: Path, meta: Mapping[str, Any], evaluation: Evaluation, metrics: Sequence[str]
+) -> dict[str, Any]:
+    """One scored configuration: its means, counts, ops and slices, its lineage and its warnings."""
+    return {
+        "mean": evaluation.mean,
+        "counts": evaluation.counts,
+        "ops": meta["ops"],
+        "slices": evaluation.slices or {},
+        "models": meta["models"],
+        "inputs": meta["inputs"],
+        "run_dir": str(run_dir),
+        "run_sha256": io.sha256_file(run_dir / "run.parquet"),
+        "warnings": run_warnings(meta["config_id"], evaluation, metrics, meta),
+    }
+
+
+def metrics_document(
+    results: Mapping[str, Mapping[str, Any]],
+    contract: Contract,
+    metric_cfg: Mapping[str, Any],
+    dataset: Any,
+    judgments: Mapping[str, Any],
+    split_terms: Mapping[str, Any],
+) -> dict[str, Any]:
+    """metrics.json: the full contract (engine terms and recorded context) and each configuration's figures."""
+    full_contract = {
+        **contract.to_dict(),
+        "metrics": list(metric_cfg["metrics"]),
+        "primary": metric_cfg["primary"],
+        "collapse": metric_cfg["collapse"],
+        "dataset": dataset,
+        "judgments_version": judgments["version"],
+        "judgments_sha256": judgments["source_sha256"],
+        "pooling": judgments.get("description") or "not recorded",
+        **split_terms,
+    }
+    return {
+        "contract": full_contract,
+        "configs": {
+            cid: {**r["mean"], "ops": r["ops"], "counts": r["counts"], "slices": r["slices"]}
+            for cid, r in results.items()
+        },
+    }
+
+
+def lineage_document(results: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """lineage.json: what each configuration's run was made from, and the run's digest."""
+    return {cid: {k: r[k] for k in ("models", "inputs", "run_dir", "run_sha256")} for cid, r in results.items()}
+
+
+def per_query_table(frames: Sequence[pl.DataFrame]) -> pl.DataFrame:
+    """per_query.parquet: the configurations' per-query tables, config_id first, sorted."""
+    if not frames:
+        return pl.DataFrame()
+    table = pl.concat(frames, how="diagonal").select("config_id", pl.exclude("config_id"))
+    return table.sort(["config_id", "query_id"])
+
+
+def trec_file_name(run_dir: Path, runs_root: str | Path) -> str:
+    """The TREC run file of ``run_dir``: its path under ``runs_root``, ``/`` spelt ``__``."""
+    return run_dir.relative_to(runs_root).as_posix().replace("/", "__") + ".trec"

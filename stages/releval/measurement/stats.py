@@ -422,6 +422,21 @@ def minimum_detectable_difference(sd: float, n: int, alpha: float = 0.05, power:
     )
 
 
+def power_answer(
+    sd: float, delta: float | None = None, n: int | None = None, alpha: float = 0.05, power: float = 0.8
+) -> str:
+    """One sentence: the queries needed to detect ``delta``, or (given ``n``) the smallest mean
+    difference ``n`` queries resolve, with the setting it assumes."""
+    setting = f"sd {sd:g}, alpha {alpha:g}, power {power:g}, two-sided paired t-test"
+    if delta is not None:
+        needed = queries_needed(sd, delta, alpha=alpha, power=power)
+        return f"{needed} queries to detect a mean difference of {abs(delta):g} ({setting})"
+    if n is None:
+        raise InputError("give delta or n", field="delta")
+    smallest = minimum_detectable_difference(sd, n, alpha=alpha, power=power)
+    return f"{smallest:.4g} is the smallest mean difference {n} queries resolve ({setting})"
+
+
 # --------------------------------------------------------------------------- one comparison
 
 

@@ -1,1 +1,2 @@
-"""Provenance: the run archive, evaluation cards and the audit that traces every number to its inputs."""
+"""Provenance: the run archive, evaluation cards, the audit that traces every number to its inputs,
+and revisions (all git and dvc.lock access)."""

@@ -19,7 +19,8 @@ Provenance of an entry: the git commit it came from (``git rev-parse HEAD`` when
 the workspace, with ``dirty`` and the ``dirty_paths`` that differ from that commit -- paths
 that are DVC outputs, and ``dvc.lock``, do not count; the revision's own hash when brought back
 from a commit or experiment), the DVC stage that wrote it and the digest of that stage's
-parameters as dvc.lock records them, the dataset name, and when it was first archived.
+parameters as dvc.lock records them, the dataset name, and when it was first archived. Git and
+dvc.lock are read through :mod:`releval.provenance.revisions`.
 
 Re-scoring (:func:`rescore`) reads only run tables: it collapses each to documents and scores it
 exactly as the ``score`` stage does (:mod:`releval.measurement.scoring`,
@@ -34,7 +35,6 @@ import hashlib
 import io as _stdio
 import json
 import os
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Iterable, Iterator, Mapping, Sequence
@@ -48,11 +48,14 @@ from releval.retrieval import runs
 from releval.measurement import scoring
 from releval.errors import InputError
 from releval.measurement.metrics import Contract, parse_metrics
+from releval.provenance import revisions
+from releval.provenance.revisions import StageOut
+from releval import paths
 
 INDEX_NAME = "index.parquet"
 RUNS_DIR = "runs"
 META_DIR = "meta"
-DEFAULT_RUNS_ROOT = "data/work/runs"
+DEFAULT_RUNS_ROOT = paths.RUNS
 WORKSPACE = "workspace"
 
 INDEX_SCHEMA = pl.Schema(
@@ -116,16 +119,6 @@ class Provenance:
     dirty_paths: tuple[str, ...] = ()
     source: str = WORKSPACE
     commit_date: str | None = None
-
-
-@dataclass(frozen=True)
-class StageOut:
-    """One DVC stage output, as dvc.lock records it."""
-
-    stage: str
-    path: str
-    md5: str | None
-    params: dict[str, Any] | None
 
 
 @dataclass(frozen=True)
@@ -308,32 +301,7 @@ def _index_row(
     }
 
 
-# --------------------------------------------------------------------------- dvc.lock
-
-
-def parse_lock(text: str | None, *, source: str = "dvc.lock") -> dict[str, Any]:
-    if not text:
-        return {}
-    try:
-        lock = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise InputError(f"not valid YAML: {exc}", file=source) from None
-    return lock if isinstance(lock, dict) else {}
-
-
-def lock_outs(lock: Mapping[str, Any], under: str = DEFAULT_RUNS_ROOT) -> list[StageOut]:
-    """The stage outputs in a parsed dvc.lock at or below ``under`` (posix paths), sorted by path."""
-    root = PurePosixPath(under)
-    found = []
-    for stage, entry in (lock.get("stages") or {}).items():
-        if not isinstance(entry, dict):
-            continue
-        params = entry.get("params") or None
-        for out in entry.get("outs") or []:
-            path = PurePosixPath(str(out.get("path", "")))
-            if path == root or root in path.parents:
-                found.append(StageOut(stage=str(stage), path=path.as_posix(), md5=out.get("md5"), params=params))
-    return sorted(found, key=lambda o: o.path)
+# --------------------------------------------------------------------------- provenance
 
 
 def producing_out(run_path: str, outs: Sequence[StageOut]) -> StageOut | None:
@@ -343,72 +311,14 @@ def producing_out(run_path: str, outs: Sequence[StageOut]) -> StageOut | None:
     return max(holders, key=lambda o: len(o.path)) if holders else None
 
 
-def output_paths(lock: Mapping[str, Any]) -> list[str]:
-    """Every output path of every stage in a parsed dvc.lock."""
-    return sorted(
-        {
-            str(out.get("path"))
-            for entry in (lock.get("stages") or {}).values()
-            if isinstance(entry, dict)
-            for out in entry.get("outs") or []
-            if out.get("path")
-        }
-    )
-
-
-# --------------------------------------------------------------------------- git (read-only)
-
-
-def git(args: Sequence[str], cwd: str | os.PathLike, *, check: bool = True) -> str | None:
-    """Run a read-only git command; its stdout, or None when it fails and ``check`` is false."""
-    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0"}  # `git status` must not rewrite the index
-    try:
-        result = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True)
-    except FileNotFoundError:
-        if check:
-            raise InputError("git is not installed", field="git") from None
-        return None
-    if result.returncode != 0:
-        if check:
-            raise InputError(f"git {' '.join(args)}: {result.stderr.strip() or 'failed'}", file=str(cwd))
-        return None
-    return result.stdout
-
-
-def resolve_commit(repo: str | os.PathLike, rev: str) -> str:
-    out = git(["rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], repo, check=False)
-    if not out:
-        raise InputError(f"unknown git revision {rev!r}", file=str(repo), field="rev")
-    return out.strip()
-
-
-def commit_date(repo: str | os.PathLike, commit: str) -> str | None:
-    out = git(["show", "-s", "--format=%cI", commit], repo, check=False)
-    return out.strip() if out else None
-
-
 def workspace_provenance(repo: str | os.PathLike, lock: Mapping[str, Any]) -> Provenance:
     """HEAD, and which paths differ from it (DVC outputs, dvc.lock and .gitignore files do not count)."""
-    head = git(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], repo, check=False)
-    head = head.strip() if head else None
-    status = git(["status", "--porcelain=v1", "-z", "--untracked-files=all"], repo, check=False)
-    ignored_outs = [PurePosixPath(p) for p in output_paths(lock)]
-    dirty = []
-    entries = (status or "").split("\0")
-    i = 0
-    while i < len(entries):
-        entry = entries[i]
-        i += 1
-        if len(entry) < 4:
-            continue
-        code, path = entry[:2], entry[3:]
-        if code[0] in "RC":
-            i += 1  # a rename is followed by its source path
-        if _bookkeeping(path, ignored_outs):
-            continue
-        dirty.append(path)
-    if status is None:  # not a git repository
+    head = revisions.head_commit(repo)
+    changed = revisions.changed_paths(repo)
+    if changed is None:  # not a git repository
         return Provenance(commit=None, dirty=True, dirty_paths=("<not a git repository>",))
+    ignored_outs = [PurePosixPath(p) for p in revisions.output_paths(lock)]
+    dirty = [path for path in changed if not _bookkeeping(path, ignored_outs)]
     if head is None:
         dirty = dirty or ["<no commit yet>"]
     return Provenance(
@@ -416,7 +326,7 @@ def workspace_provenance(repo: str | os.PathLike, lock: Mapping[str, Any]) -> Pr
         dirty=bool(dirty),
         dirty_paths=tuple(sorted(dirty)[:_MAX_DIRTY_PATHS]),
         source=WORKSPACE,
-        commit_date=commit_date(repo, head) if head else None,
+        commit_date=revisions.commit_date(repo, head) if head else None,
     )
 
 
@@ -425,30 +335,6 @@ def _bookkeeping(path: str, outs: Sequence[PurePosixPath]) -> bool:
     if p.name in ("dvc.lock", ".gitignore") or (p.parts and p.parts[0] == ".dvc"):
         return True
     return any(p == out or out in p.parents for out in outs)
-
-
-def resolve_experiment(repo: str | os.PathLike, name: str) -> str:
-    """The commit of the DVC experiment ``name`` (its name, or a full refs/exps/... ref)."""
-    listing = git(["for-each-ref", "--format=%(refname) %(objectname)", "refs/exps/"], repo, check=False)
-    refs = (listing or "").split("\n")
-    matches = []
-    for line in refs:
-        if not line.strip():
-            continue
-        ref, sha = line.rsplit(" ", 1)
-        if ref == name or ref.rsplit("/", 1)[-1] == name:
-            matches.append((ref, sha))
-    if not matches:
-        raise InputError(
-            f"no DVC experiment named {name!r} (see `dvc exp list --all-commits`)", file=str(repo), field="exp"
-        )
-    if len(matches) > 1:
-        raise InputError(
-            f"experiment name {name!r} is ambiguous: {', '.join(r for r, _ in matches)}; pass the full ref",
-            file=str(repo),
-            field="exp",
-        )
-    return matches[0][1]
 
 
 # --------------------------------------------------------------------------- collecting runs
@@ -463,7 +349,7 @@ def workspace_runs(
     removed configuration) has no known provenance and is skipped, by path.
     """
     repo = Path(repo)
-    outs = lock_outs(lock or {}, runs_root)
+    outs = revisions.lock_outs(lock or {}, runs_root)
     found, skipped = [], []
     for run_dir in runs.find_runs(repo / runs_root):
         rel = run_dir.relative_to(repo).as_posix()
@@ -477,15 +363,10 @@ def workspace_runs(
 
 def revision_runs(repo: str | os.PathLike, commit: str, runs_root: str = DEFAULT_RUNS_ROOT) -> list[RunFiles]:
     """The runs a commit's dvc.lock records under ``runs_root``, read from DVC's cache."""
-    lock_text = git(["show", f"{commit}:dvc.lock"], repo, check=False)
-    if lock_text is None:
-        raise InputError(f"commit {commit[:12]} has no dvc.lock", file=str(repo), field="rev")
-    outs = lock_outs(parse_lock(lock_text, source=f"{commit[:12]}:dvc.lock"), runs_root)
+    outs = revisions.lock_outs(revisions.lock_at(repo, commit), runs_root)
     if not outs:
         return []
-    from dvc.api import DVCFileSystem
-
-    fs = DVCFileSystem(url=str(repo), rev=commit)
+    fs = revisions.dvc_filesystem(repo, commit)
     found = []
     for out in outs:
         try:
@@ -515,11 +396,11 @@ def revision_runs(repo: str | os.PathLike, commit: str, runs_root: str = DEFAULT
 
 def dataset_at(repo: str | os.PathLike, commit: str | None, params_file: str = "params.yaml") -> str | None:
     """params ``dataset.name`` at a commit (None when unknown)."""
-    text = git(["show", f"{commit}:{params_file}"], repo, check=False) if commit else None
-    if text is None:
+    data = revisions.show_file(commit, params_file, repo) if commit else None
+    if data is None:
         return None
     try:
-        params = yaml.safe_load(text) or {}
+        params = yaml.safe_load(data.decode("utf-8")) or {}
     except yaml.YAMLError:
         return None
     name = (params.get("dataset") or {}).get("name") if isinstance(params, dict) else None
@@ -535,10 +416,10 @@ def archive_revision(
     runs_root: str = DEFAULT_RUNS_ROOT,
 ) -> tuple[str, int, AddReport]:
     """Bring back a commit's runs from DVC's cache. Returns (commit, runs found, report)."""
-    commit = resolve_commit(repo, rev)
+    commit = revisions.resolve_commit(repo, rev)
     found = revision_runs(repo, commit, runs_root)
     provenance = Provenance(
-        commit=commit, dirty=False, source=source or f"rev:{rev}", commit_date=commit_date(repo, commit)
+        commit=commit, dirty=False, source=source or f"rev:{rev}", commit_date=revisions.commit_date(repo, commit)
     )
     report = archive.add(found, provenance, dataset=dataset_at(repo, commit))
     return commit, len(found), report

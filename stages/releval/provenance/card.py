@@ -36,6 +36,7 @@ import polars as pl
 from releval.measurement import compare
 from releval.errors import InputError, InputErrors
 from releval.measurement.metrics import parse_metric
+from releval import paths
 
 CARD_SCHEMA = "releval.card/1"
 OBSERVATION_SCHEMA = "releval.observation/1"
@@ -700,7 +701,7 @@ def _validate(document: Any, spec: dict, source: str) -> None:
         raise InputErrors(errors)
 
 
-def validate_card(card: Any, source: str = "reports/card.json") -> None:
+def validate_card(card: Any, source: str = paths.CARD) -> None:
     """Raise :class:`InputErrors` naming every problem; also checks that card_id matches the content."""
     _validate(card, CARD_SPEC, source)
     if card["card_id"] != card_id(card):
@@ -711,12 +712,12 @@ def validate_card(card: Any, source: str = "reports/card.json") -> None:
         )
 
 
-def validate_observation(observation: Any, source: str = "reports/observations.json") -> None:
+def validate_observation(observation: Any, source: str = paths.OBSERVATIONS) -> None:
     _validate(observation, OBSERVATION_SPEC, source)
 
 
 def validate_observations(
-    document: Any, card: Mapping[str, Any] | None = None, source: str = "reports/observations.json"
+    document: Any, card: Mapping[str, Any] | None = None, source: str = paths.OBSERVATIONS
 ) -> None:
     """reports/observations.json: ``{"card_id": ..., "observations": [...]}``, each under ``card``."""
     if not isinstance(document, Mapping) or set(document) != {"card_id", "observations"}:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 GRID_OPS = [
@@ -14,6 +15,11 @@ GRID_OPS = [
     ("truncation_rate", "chunks cut", "{:.1%}"),
     ("truncated_token_share", "tokens lost", "{:.1%}"),
 ]
+
+
+def table_quality_metrics(metrics: Sequence[str]) -> list[str]:
+    """The quality metrics a table shows: the first four, coverage (judged@k) and ceiling@k left out."""
+    return [m for m in metrics if not m.startswith(("judged@", "ceiling@"))][:4]
 
 
 def grid_markdown(
@@ -32,13 +38,13 @@ def grid_markdown(
     ]
     for cid in order:
         row = results[cid]
-        cells = [f"`{cid}`"] + [_fmt(row["mean"].get(m), "{:.4f}") for m in quality]
+        cells = [f"`{cid}`"] + [format_cell(row["mean"].get(m), "{:.4f}") for m in quality]
         for key, _, fmt in GRID_OPS:
             value = row["ops"].get(key)
             cells.append(
-                _fmt(value / 1e6, "{:.2f}" if key == "index_bytes" else "{:.0f}")
+                format_cell(value / 1e6, "{:.2f}" if key == "index_bytes" else "{:.0f}")
                 if key.endswith("_bytes") and value is not None
-                else _fmt(value, fmt)
+                else format_cell(value, fmt)
             )
         lines.append("| " + " | ".join(cells) + " |")
     warnings = [w for cid in order for w in results[cid].get("warnings", [])]
@@ -56,7 +62,8 @@ def _num(value: Any) -> float:
     return float(value) if isinstance(value, (int, float)) else float("-inf")
 
 
-def _fmt(value: Any, fmt: str | None) -> str:
+def format_cell(value: Any, fmt: str | None = "{:.4f}") -> str:
+    """A table cell: ``value`` under ``fmt`` ("–" for no value; as it is when it will not format)."""
     if value is None:
         return "–"
     if fmt is None:

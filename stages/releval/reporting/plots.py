@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from releval import paths
 from releval.measurement import compare
 from releval.measurement import stats
 from releval.errors import InputError
@@ -122,7 +123,7 @@ def quality_cost_table(configs: Mapping[str, Mapping[str, Any]], metric: str) ->
     rows = []
     for config_id, row in sorted(configs.items()):
         if metric not in row:
-            raise InputError(f"{config_id} has no {metric}", file="reports/metrics.json", field=metric)
+            raise InputError(f"{config_id} has no {metric}", file=paths.METRICS, field=metric)
         ops = row.get("ops") or {}
         index_bytes = ops.get("index_bytes")
         rows.append(
@@ -370,7 +371,7 @@ def dvc_templates() -> dict[str, dict[str, Any]]:
     }
 
 
-def dvc_plot_definitions(plots_dir: str = "reports/plots", templates_dir: str = "dvc_plots/templates") -> list[dict]:
+def dvc_plot_definitions(plots_dir: str = paths.PLOTS, templates_dir: str = paths.PLOT_TEMPLATES) -> list[dict]:
     """The top-level ``plots:`` entries of dvc.yaml for the four data files."""
     spec = {
         "ndcg_ci": (
@@ -570,7 +571,7 @@ def html_page(
     """The report page: the offline template with a heading and one Vega-Lite chart per plot."""
     problems = check_offline_template(template)
     if problems:
-        raise InputError("; ".join(problems), file="dvc_plots/offline.html")
+        raise InputError("; ".join(problems), file=paths.OFFLINE_TEMPLATE)
     parts = [f"<h1>{_html.escape(title)}</h1>", intro_html]
     for name, spec in specs.items():
         parts.append(f"<h2>{_html.escape(name)}</h2>")
@@ -581,7 +582,7 @@ def html_page(
     return page.replace("<title>DVC Plot (offline)</title>", f"<title>{_html.escape(title)}</title>", 1)
 
 
-def read_template(path: str | Path = "dvc_plots/offline.html") -> str:
+def read_template(path: str | Path = paths.OFFLINE_TEMPLATE) -> str:
     path = Path(path)
     if not path.exists():
         raise InputError("missing: the offline HTML template (Vega inlined) is committed there", file=str(path))

@@ -22,17 +22,8 @@ import polars as pl
 from tokenizers import Encoding, Tokenizer
 
 from releval.errors import InputError
+from releval.tables import CHUNKS
 
-CHUNKS_SCHEMA = pl.Schema(
-    {
-        "chunk_id": pl.Utf8,
-        "doc_id": pl.Utf8,
-        "start": pl.Int64,
-        "end": pl.Int64,
-        "n_tokens": pl.Int64,
-        "text": pl.Utf8,
-    }
-)
 # Characters per encode_batch call: large batches keep the tokenizer's threads busy; a character
 # budget rather than a document count bounds memory when documents are long.
 ENCODE_BATCH_CHARS = 4_000_000
@@ -61,12 +52,12 @@ def load_tokenizer(path_or_dir: str | os.PathLike) -> Tokenizer:
 def chunk_documents(docs: pl.DataFrame, tokenizer: Tokenizer, size: int, overlap: int) -> pl.DataFrame:
     """Split ``docs`` (doc_id, text) into token windows; one row per chunk, in document order.
 
-    Columns: chunk_id, doc_id, start, end (character offsets into the document's text),
-    n_tokens, text. Documents whose text has no tokens give no chunk.
+    Columns (:data:`releval.tables.CHUNKS`): chunk_id, doc_id, start, end (character offsets
+    into the document's text), n_tokens, text. Documents whose text has no tokens give no chunk.
     """
     stride = _stride(size, overlap)
     tokenizer = _without_truncation(tokenizer)
-    columns: dict[str, list] = {name: [] for name in CHUNKS_SCHEMA}
+    columns: dict[str, list] = {name: [] for name in CHUNKS.columns}
     for doc_ids, texts in _batches(docs, ENCODE_BATCH_CHARS):
         encodings = tokenizer.encode_batch(texts, add_special_tokens=False)
         for doc_id, text, encoding in zip(doc_ids, texts, encodings):
@@ -78,7 +69,7 @@ def chunk_documents(docs: pl.DataFrame, tokenizer: Tokenizer, size: int, overlap
                 columns["end"].append(end)
                 columns["n_tokens"].append(last - first)
                 columns["text"].append(text[start:end])
-    chunks = pl.DataFrame(columns, schema=CHUNKS_SCHEMA)
+    chunks = pl.DataFrame(columns, schema=CHUNKS.schema)
     _require_unique_ids(chunks, size)
     return chunks
 

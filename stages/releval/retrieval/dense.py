@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
 from releval.config import build
 from releval.errors import InputError
+from releval.retrieval import runs
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,3 +87,45 @@ def recall_against_exact(approx: np.ndarray, exact: np.ndarray) -> float:
     k = exact.shape[1]
     hits = [len(set(a[a >= 0]) & set(e[e >= 0])) / max((e >= 0).sum(), 1) for a, e in zip(approx[:, :k], exact)]
     return float(np.mean(hits)) if hits else 1.0
+
+
+def dense_run_meta(
+    model: str,
+    chunking: str,
+    *,
+    encode_stats: Mapping[str, Any],
+    index_stats: Mapping[str, Any],
+    ann_recall: Mapping[int, float],
+    latencies: Mapping[str, float],
+    top_k: int,
+    queries: int,
+) -> dict[str, Any]:
+    """run.json of a dense run: what was encoded and indexed, at what cost, and the model's use protocol."""
+    return {
+        "config_id": runs.dense_id(model, chunking),
+        "kind": "dense",
+        "model": model,
+        "chunking": chunking,
+        "inputs": [],
+        "ops": {
+            "dimension": encode_stats["dimension"],
+            "chunks_per_s": encode_stats["chunks_per_s"],
+            "tokens_per_s": encode_stats["tokens_per_s"],
+            "truncation_rate": encode_stats["truncation_rate"],
+            "truncated_token_share": encode_stats["truncated_token_share"],
+            "index_bytes": index_stats["index_bytes"],
+            "index_build_s": index_stats["build_s"],
+            **{f"ann_recall@{k}": round(value, 6) for k, value in ann_recall.items()},
+            **latencies,
+            "peak_rss_bytes": runs.peak_rss_bytes(),  # the query side: model, vectors and index loaded
+        },
+        "models": {
+            model: {
+                "revision": encode_stats["model_revision"],
+                "weights_sha256": encode_stats["weights_sha256"],
+                "protocol": encode_stats["protocol"],
+            }
+        },
+        "top_k": top_k,
+        "queries": queries,
+    }

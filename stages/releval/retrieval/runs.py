@@ -1,7 +1,8 @@
 """Run tables and configuration ids.
 
-A run is a polars table ``query_id, chunk_id, doc_id, score, rank`` (rank 1 = best) over the
-chunks of one chunking; scoring collapses it to the judged unit (documents). Every run is
+A run is a polars table ``query_id, chunk_id, doc_id, score, rank`` (rank 1 = best;
+:data:`releval.tables.CHUNK_RUN`) over the chunks of one chunking; scoring collapses it to the
+judged unit (documents: :data:`releval.tables.RANKED_DOC_RUN`). Every run is
 written with a sidecar ``run.json`` that carries its configuration id, what it was made from
 and its operational figures.
 """
@@ -9,6 +10,8 @@ and its operational figures.
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +20,9 @@ import polars as pl
 
 from releval import io
 from releval.errors import InputError
+from releval.tables import CHUNK_RUN, RANKED_DOC_RUN
 
-RUN_SCHEMA = {"query_id": pl.Utf8, "chunk_id": pl.Utf8, "doc_id": pl.Utf8, "score": pl.Float64, "rank": pl.Int64}
+RUN_SCHEMA = CHUNK_RUN.schema  # the old name, which provenance/archive.py and tests import
 
 
 def dense_id(model: str, chunking: str) -> str:
@@ -79,7 +83,7 @@ def from_arrays(
             "score": scores[valid].astype(np.float64),
             "rank": ranks,
         },
-        schema=RUN_SCHEMA,
+        schema=CHUNK_RUN.schema,
     )
 
 
@@ -92,12 +96,12 @@ def rank_by_score(run: pl.DataFrame) -> pl.DataFrame:
 def collapse_to_documents(run: pl.DataFrame) -> pl.DataFrame:
     """One row per (query, document): the document's best-ranked chunk stands for it."""
     best = run.sort(["query_id", "rank"]).unique(subset=["query_id", "doc_id"], keep="first", maintain_order=True)
-    return best.select("query_id", "doc_id", "score", "rank")
+    return best.select(RANKED_DOC_RUN.columns)
 
 
 def write_run(out_dir: str | Path, run: pl.DataFrame, meta: dict[str, Any]) -> None:
     out_dir = Path(out_dir)
-    io.write_parquet(out_dir / "run.parquet", run.select(list(RUN_SCHEMA)))
+    io.write_parquet(out_dir / "run.parquet", run.select(CHUNK_RUN.columns))
     io.write_json(out_dir / "run.json", meta)
 
 
@@ -119,6 +123,19 @@ def peak_rss_bytes() -> int:
     import resource
 
     return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+
+
+LATENCY_SAMPLE = 100  # queries timed one at a time, as a live system would receive them
+
+
+def per_query_latency(answer_one: Callable[[str], object], texts: Sequence[str]) -> dict[str, float]:
+    """p50/p95 milliseconds of ``answer_one(text)`` over the first LATENCY_SAMPLE texts."""
+    seconds = []
+    for text in list(texts)[:LATENCY_SAMPLE]:
+        start = time.perf_counter()
+        answer_one(text)
+        seconds.append(time.perf_counter() - start)
+    return latency_summary(np.array(seconds))
 
 
 def latency_summary(seconds: np.ndarray) -> dict[str, float]:

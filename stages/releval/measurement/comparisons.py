@@ -1,0 +1,499 @@
+"""Comparisons as `releval compare` and `releval gate` ask for them: references read, then compared.
+
+A reference names scores in one of three ways, tried in this order:
+
+* a path to a run file (a TREC run, a releval run.parquet, or a run folder holding one): it is
+  collapsed to documents and scored against the qrels under the contract in the reports'
+  metrics.json;
+* a configuration id in the reports' per_query.parquet, e.g. ``minilm/c256``;
+* ``REV:config_id`` with REV a git revision: the reports are read at that revision.
+
+:class:`Sources` resolves references to :class:`~releval.measurement.compare.Side` objects,
+reading each file once; :func:`pair_report` and :func:`grid_report` build the comparisons with
+:mod:`releval.measurement.compare`, which holds the statistics and the texts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io as _io
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from releval import paths
+from releval.errors import InputError
+from releval.measurement import compare, holdout, scoring
+from releval.measurement.metrics import Evaluation
+from releval.provenance import revisions
+from releval.retrieval import runs
+
+
+def add_source_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options `releval compare` and `releval gate` share: where scores, runs, qrels and queries live."""
+    parser.add_argument(
+        "--metric", default=None, help="metric to decide on (default: the contract's primary, e.g. ndcg@10)"
+    )
+    parser.add_argument(
+        "--secondary",
+        default=None,
+        help="comma-separated secondary metrics, each with its own interval (default: recall@100,hit@10 where scored)",
+    )
+    parser.add_argument(
+        "--reports",
+        default=paths.REPORTS,
+        help=f"folder with metrics.json and per_query.parquet (default: {paths.REPORTS})",
+    )
+    parser.add_argument("--qrels", default=paths.QRELS, help="judgments that run files are scored against")
+    parser.add_argument(
+        "--queries",
+        default=paths.QUERIES,
+        help="query texts; slices and must_never_break flags when present",
+    )
+    parser.add_argument(
+        "--runs-root", default=paths.RUNS, help="run folders (run.json + run.parquet), found by config_id"
+    )
+    parser.add_argument(
+        "--judgments-meta",
+        default=paths.JUDGMENTS_META,
+        help="judgment version of the qrels, recorded with a scored run file",
+    )
+    parser.add_argument(
+        "--resamples", type=int, default=10_000, help="paired bootstrap resamples of the queries (default 10000)"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+
+
+# --------------------------------------------------------------------------- reading
+
+
+@dataclass
+class Reports:
+    """metrics.json and per_query.parquet, from the working tree or a git revision."""
+
+    where: str  # shown to the reader, e.g. "reports" or "git HEAD~1:reports"
+    metrics: dict[str, Any]
+    per_query: pl.DataFrame
+
+    @property
+    def contract(self) -> dict[str, Any]:
+        contract = self.metrics.get("contract")
+        if not isinstance(contract, dict):
+            raise InputError("no 'contract' block", file=f"{self.where}/metrics.json", field="contract")
+        return contract
+
+    def config_ids(self) -> list[str]:
+        order = list(self.metrics.get("configs", {}))
+        present = list(dict.fromkeys(self.per_query["config_id"].to_list()))
+        return [c for c in order if c in present] + [c for c in present if c not in order]
+
+    def side(self, ref: str, config_id: str) -> compare.Side:
+        rows = self.per_query.filter(pl.col("config_id") == config_id)
+        if rows.height == 0:
+            raise InputError(
+                f"no configuration {config_id!r}; known: {', '.join(self.config_ids())}",
+                file=f"{self.where}/per_query.parquet",
+                field="config_id",
+            )
+        rows = rows.drop("config_id")
+        # A long table written with a diagonal concat has all-null columns for metrics a
+        # configuration was not scored on; they are not scores.
+        rows = rows.select([c for c in rows.columns if c == "query_id" or rows[c].null_count() < rows.height])
+        return compare.Side(
+            ref,
+            f"{self.where}/per_query.parquet",
+            dict(self.contract),
+            rows.with_columns(pl.col("query_id").cast(pl.Utf8)),
+        )
+
+
+def _parse_reports(where: str, metrics_bytes: bytes, per_query_bytes: bytes) -> Reports:
+    try:
+        metrics = json.loads(metrics_bytes)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"not JSON: {exc.msg}", file=f"{where}/metrics.json", line=exc.lineno) from None
+    try:
+        per_query = pl.read_parquet(_io.BytesIO(per_query_bytes))
+    except Exception as exc:  # polars raises several error types for a bad file
+        raise InputError(f"not a parquet table: {exc}", file=f"{where}/per_query.parquet") from None
+    for column in ("config_id", "query_id"):
+        if column not in per_query.columns:
+            raise InputError("missing column", file=f"{where}/per_query.parquet", field=column)
+    return Reports(where, metrics, per_query)
+
+
+def read_reports(folder: str | Path) -> Reports:
+    """The reports in ``folder`` of the working tree; a missing file is an error naming it."""
+    folder = Path(folder)
+    for name in ("metrics.json", "per_query.parquet"):
+        if not (folder / name).exists():
+            raise InputError("missing; run `dvc repro` (the score stage writes it)", file=str(folder / name))
+    return _parse_reports(
+        str(folder), (folder / "metrics.json").read_bytes(), (folder / "per_query.parquet").read_bytes()
+    )
+
+
+def read_reports_at(rev: str, folder: str | Path) -> Reports:
+    """The reports in ``folder`` as committed at git revision ``rev``."""
+    folder = Path(folder).as_posix()
+
+    def committed(name: str) -> bytes:  # "./": relative to the current directory, not the repository root
+        return revisions.show_file(rev, f"./{Path(folder, name).as_posix()}", check=True) or b""
+
+    return _parse_reports(f"git {rev}:{folder}", committed("metrics.json"), committed("per_query.parquet"))
+
+
+def read_run_file(path: str | Path) -> pl.DataFrame:
+    """A run at document level (query_id, doc_id, score).
+
+    A releval run table (parquet with chunk_id or rank, or a run folder holding run.parquet) is
+    collapsed to documents exactly as the score stage does; anything else is read by
+    :func:`releval.inputs.trec.read_run` (TREC text, JSONL or parquet with query_id, doc_id, score).
+    """
+    from releval.inputs import trec
+    from releval.measurement.metrics import check_run
+
+    path = Path(path)
+    if path.is_dir():
+        path = path / "run.parquet"
+        if not path.exists():
+            raise InputError("a run folder must hold run.parquet", file=str(path))
+    if trec.infer_format(path) == "parquet":
+        try:
+            table = pl.read_parquet(path)
+        except Exception as exc:  # polars raises several unrelated types for a damaged file
+            raise InputError(f"not a readable parquet file: {exc}", file=str(path)) from None
+        if "chunk_id" in table.columns or "rank" in table.columns:
+            for column in ("query_id", "doc_id", "score", "rank"):
+                if column not in table.columns:
+                    raise InputError("missing column", file=str(path), field=column)
+            doc_run = scoring.document_run(
+                table.with_columns(pl.col("query_id").cast(pl.Utf8), pl.col("doc_id").cast(pl.Utf8))
+            )
+            return check_run(doc_run.select("query_id", "doc_id", "score"), source=str(path))
+    return trec.read_run(path)
+
+
+def score_run(
+    doc_run: pl.DataFrame,
+    qrels: pl.DataFrame,
+    contract: dict[str, Any],
+    metrics: list[str] | None = None,
+    **overrides: Any,
+) -> Evaluation:
+    """Evaluate a document-level run under ``contract`` (fields in ``overrides`` replaced)."""
+    metrics = list(metrics if metrics is not None else contract.get("metrics") or [])
+    if not metrics:
+        raise InputError("the contract lists no metrics", field="metrics")
+    return scoring.score_table(doc_run, qrels, metrics, scoring.contract_from_record(contract, **overrides))
+
+
+def warn_if_changed(reports: str | Path, config_id: str, run_dir: Path) -> None:
+    """Warn when a run on disk is not the one the reports were scored from (lineage.json)."""
+    from releval.io import sha256_file
+
+    lineage = Path(reports) / "lineage.json"
+    if not lineage.exists():
+        return
+    expected = json.loads(lineage.read_text(encoding="utf-8")).get(config_id, {}).get("run_sha256")
+    if expected and expected != sha256_file(run_dir / "run.parquet"):
+        print(
+            f"WARNING: {run_dir}/run.parquet differs from the run {lineage} records for "
+            f"{config_id}; the reports are stale (run `dvc repro`)",
+            file=sys.stderr,
+        )
+
+
+class Sources:
+    """Resolves references to sides; reads each file once."""
+
+    def __init__(
+        self,
+        reports: str | Path,
+        qrels: str | Path,
+        queries: str | Path,
+        runs_root: str | Path,
+        judgments_meta: str | Path,
+    ):
+        self.reports, self.qrels_path, self.queries_path = reports, qrels, queries
+        self.runs_root, self.judgments_meta = runs_root, judgments_meta
+        self._at: dict[str, Reports] = {}
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> Sources:
+        """The sources named by :func:`add_source_arguments`' options."""
+        return cls(args.reports, args.qrels, args.queries, args.runs_root, args.judgments_meta)
+
+    @cached_property
+    def current(self) -> Reports | None:
+        folder = Path(self.reports)
+        if not (folder / "metrics.json").exists() or not (folder / "per_query.parquet").exists():
+            return None
+        return read_reports(folder)
+
+    def current_or_fail(self) -> Reports:
+        if self.current is None:
+            return read_reports(self.reports)  # raises, naming the missing file
+        return self.current
+
+    def at(self, rev: str) -> Reports:
+        if rev not in self._at:
+            self._at[rev] = read_reports_at(rev, self.reports)
+        return self._at[rev]
+
+    @cached_property
+    def queries(self) -> pl.DataFrame | None:
+        path = Path(self.queries_path)
+        if not path.exists():
+            return None
+        queries = pl.read_parquet(path)
+        if "query_id" not in queries.columns:
+            raise InputError("missing column", file=str(path), field="query_id")
+        return queries.with_columns(pl.col("query_id").cast(pl.Utf8))
+
+    @cached_property
+    def qrels(self) -> pl.DataFrame:
+        path = Path(self.qrels_path)
+        if not path.exists():
+            raise InputError("missing; run `dvc repro` or `dvc pull`", file=str(path))
+        qrels = pl.read_parquet(path)
+        for column in ("query_id", "doc_id", "grade"):
+            if column not in qrels.columns:
+                raise InputError("missing column", file=str(path), field=column)
+        return qrels.with_columns(pl.col("query_id").cast(pl.Utf8), pl.col("doc_id").cast(pl.Utf8))
+
+    def run_contract(self) -> dict[str, Any]:
+        """The contract a run file is scored under: the reports', with today's judgments."""
+        contract = dict(self.current_or_fail().contract)
+        meta = Path(self.judgments_meta)
+        if meta.exists():
+            judgments = json.loads(meta.read_text(encoding="utf-8"))
+            contract["judgments_version"] = judgments.get("version", contract.get("judgments_version"))
+            contract["judgments_sha256"] = judgments.get("source_sha256", contract.get("judgments_sha256"))
+        return contract
+
+    def resolve(self, ref: str) -> compare.Side:
+        if Path(ref).is_file() or (Path(ref) / "run.parquet").is_file():
+            doc_run = read_run_file(ref)
+            contract = self.run_contract()
+            evaluation = score_run(doc_run, self.qrels, contract)
+            per_query = evaluation.per_query.with_columns(pl.col("query_id").cast(pl.Utf8))
+            return compare.Side(ref, f"run file {ref} scored against {self.qrels_path}", contract, per_query, doc_run)
+        current = self.current
+        if current is not None and ref in current.config_ids():
+            return current.side(ref, ref)
+        if ":" in ref:
+            rev, config_id = ref.split(":", 1)
+            return self.at(rev).side(ref, config_id)
+        known = (
+            f"; configurations in {self.reports}: {', '.join(current.config_ids())}"
+            if current is not None
+            else f"; {self.reports}/ holds no scores"
+        )
+        raise InputError(f"{ref!r} is not a run file, a configuration id, or REV:config_id{known}", field="ref")
+
+    def run_dirs(self) -> list[Path]:
+        """Every run folder below the runs root (none when it does not exist)."""
+        root = Path(self.runs_root)
+        return runs.find_runs(root) if root.exists() else []
+
+    def run_for(self, side: compare.Side) -> pl.DataFrame:
+        """The side's document-level run: the run file itself, or the run folder of a
+        configuration of the working tree's reports (found by run.json config_id)."""
+        if side.run is not None:
+            return side.run
+        current = self.current
+        if current is None or side.ref not in current.config_ids():
+            raise InputError(
+                "its run is needed (document ranks) but only its scores are known; "
+                "pass a configuration id of the working tree or a run file",
+                field=side.ref,
+            )
+        for run_dir in self.run_dirs():
+            meta = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+            if meta.get("config_id") == side.ref:
+                warn_if_changed(self.reports, side.ref, run_dir)
+                return scoring.document_run(runs.read_run(run_dir)[0]).select(
+                    pl.col("query_id").cast(pl.Utf8), pl.col("doc_id").cast(pl.Utf8), "score"
+                )
+        raise InputError(
+            f"no run with config_id {side.ref!r} below it; run `dvc pull` or `dvc repro`",
+            file=str(Path(self.runs_root)),
+        )
+
+
+# --------------------------------------------------------------------------- one pair
+
+
+def metric_and_secondary(
+    metric: str | None,
+    secondary: str | None,
+    contract: dict[str, Any],
+    baseline: compare.Side,
+    candidate: compare.Side,
+) -> tuple[str, list[str]]:
+    """The metric decided on (given, else the contract's primary) and the secondaries (comma-separated
+    text given, else :data:`~releval.measurement.compare.DEFAULT_SECONDARY` where both sides scored them)."""
+    chosen = metric or contract.get("primary") or "ndcg@10"
+    if secondary is not None:
+        others = [m.strip() for m in secondary.split(",") if m.strip()]
+    else:
+        others = [
+            m for m in compare.DEFAULT_SECONDARY if m in baseline.per_query.columns and m in candidate.per_query.columns
+        ]
+    return chosen, others
+
+
+def pair_report(
+    sources: Sources,
+    baseline_ref: str,
+    candidate_ref: str,
+    metric: str | None = None,
+    secondary: str | None = None,
+    slice_name: str | None = None,
+    n_resamples: int = 10_000,
+    seed: int = 0,
+) -> compare.PairReport:
+    """Paired comparison of two references (see the module docstring)."""
+    baseline = sources.resolve(baseline_ref)
+    candidate = sources.resolve(candidate_ref)
+    chosen, others = metric_and_secondary(metric, secondary, baseline.contract, baseline, candidate)
+    return compare.compare_sides(baseline, candidate, chosen, others, sources.queries, slice_name, n_resamples, seed)
+
+
+def broken_must_never_break(sources: Sources, report: compare.PairReport, top_n: int) -> list[compare.Broken]:
+    """The must-never-break queries (flagged in the queries) the candidate's run breaks at ``top_n``."""
+    flagged = compare.must_never_break_ids(sources.queries)
+    if not flagged:
+        return []
+    try:
+        run = sources.run_for(report.candidate)
+    except InputError as exc:
+        raise InputError(f"{len(flagged)} must-never-break queries need the candidate's run: {exc}") from None
+    contract = report.candidate.contract
+    return compare.must_never_break(
+        flagged,
+        sources.qrels,
+        run,
+        top_n,
+        int(contract.get("rel_threshold", 1)),
+        contract.get("ties", "docid-asc"),
+    )
+
+
+# --------------------------------------------------------------------------- the grid
+
+
+def grid_baseline(configs: list[str], chosen: str | None, params: str | Path) -> str:
+    """The baseline given, else params.yaml's grid.baseline when it was scored, else the first."""
+    if chosen:
+        return chosen
+    params = Path(params)
+    if params.exists():
+        from releval.config import load_params
+
+        baseline = (load_params(params).get("grid") or {}).get("baseline")
+        if baseline in configs:
+            return baseline
+        if baseline:
+            print(
+                f"WARNING: {params} grid.baseline {baseline!r} is not in the reports; using {configs[0]}",
+                file=sys.stderr,
+            )
+    return configs[0]
+
+
+def threshold_means(
+    sources: Sources,
+    reports: Reports,
+    configs: list[str],
+    metric: str,
+    contract: dict[str, Any],
+    thresholds: Sequence[int],
+) -> dict[int, dict[str, float] | None] | None:
+    """Re-score every configuration's run at each relevance threshold; None if runs are missing.
+
+    Only the queries the reports scored take part (the sealed holdout stays sealed), so the
+    grade >= rel_threshold row reproduces the reported means."""
+    if not thresholds:
+        return None
+    found: dict[str, Path] = {}
+    for run_dir in sources.run_dirs():
+        config_id = json.loads((run_dir / "run.json").read_text(encoding="utf-8")).get("config_id")
+        if config_id in configs:
+            found[config_id] = run_dir
+    missing = [c for c in configs if c not in found]
+    if missing:
+        print(
+            f"WARNING: relevance-threshold stability not computed: no run below {Path(sources.runs_root)} for "
+            f"{', '.join(missing)} (run `dvc pull` or `dvc repro`)",
+            file=sys.stderr,
+        )
+        return None
+    qrels = sources.qrels
+    usable = [t for t in thresholds if qrels.filter(pl.col("grade") >= t).height]
+    means: dict[int, dict[str, float] | None] = {t: ({} if t in usable else None) for t in thresholds}
+    for config_id in configs:
+        warn_if_changed(sources.reports, config_id, found[config_id])
+        scored_ids = reports.per_query.filter(pl.col("config_id") == config_id)["query_id"].to_list()
+        doc_run = scoring.document_run(runs.read_run(found[config_id])[0], scored_ids)
+        scored_qrels = holdout.restrict(qrels, scored_ids)
+        for threshold in usable:
+            try:
+                evaluation = score_run(doc_run, scored_qrels, contract, [metric], rel_threshold=threshold)
+            except InputError as exc:
+                if "no query left to evaluate" not in str(exc):
+                    raise
+                means[threshold] = None  # this run shares no query with a relevant document
+                continue
+            by_config = means[threshold]
+            if by_config is not None:
+                by_config[config_id] = float(evaluation.mean[metric])
+    return means
+
+
+def parse_thresholds(text: str) -> list[int]:
+    """Relevance thresholds from comma-separated text; empty text gives none."""
+    return [int(t) for t in text.split(",") if t.strip()]
+
+
+def grid_report(
+    sources: Sources,
+    metric: str | None = None,
+    baseline: str | None = None,
+    params: str | Path = "params.yaml",
+    thresholds: str = "1,2,3",
+    n_resamples: int = 10_000,
+    seed: int = 0,
+    alpha: float = 0.05,
+    spread_width: float = 0.01,
+) -> compare.GridReport:
+    """Every configuration of the working tree's reports against one baseline (see
+    :func:`releval.measurement.compare.compare_grid`), with the winner re-scored at each
+    relevance threshold in ``thresholds`` (comma-separated; '' skips)."""
+    reports = sources.current_or_fail()
+    contract = reports.contract
+    configs = reports.config_ids()
+    if not configs:
+        raise InputError("no configurations", file=f"{reports.where}/per_query.parquet")
+    chosen = metric or contract.get("primary") or "ndcg@10"
+    baseline = grid_baseline(configs, baseline, params)
+    means = threshold_means(sources, reports, configs, chosen, contract, parse_thresholds(thresholds))
+    return compare.compare_grid(
+        reports.per_query.with_columns(pl.col("query_id").cast(pl.Utf8)),
+        baseline,
+        chosen,
+        configs,
+        n_resamples,
+        seed,
+        alpha,
+        spread_width,
+        means,
+        contract,
+    )
