@@ -1,7 +1,7 @@
 """The shipped default configuration, end to end, with the repository alone.
 
 A real `dvc repro` in a temporary git repository runs the default grid's shapes on a small cut
-of the embedded pydocs data (`conftest.write_pydocs_mini`): both default models (MiniLM and
+of the embedded pydocs data (`support.pydocs_mini.write_pydocs_mini`): both default models (MiniLM and
 the e5-small the `model` stage converts), two chunkings, BM25, RRF, the e5 reranker, score with
 the query splits and slices, archive, rescore, report; then audit checks every number. Nothing
 here needs ../shared.
@@ -15,7 +15,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from conftest import MINI_CONFIGS, copy_project, mini_queries, output_bytes, ran_stages, run
+from support.commands import ran_stages, run
+from support.projects import copy_project, output_bytes
+from support.pydocs_mini import MINI_CONFIGS, mini_queries
 
 pytestmark = pytest.mark.slow
 

@@ -7,29 +7,17 @@ over stale results. The imports are read with `ast`, so nothing is executed.
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+from support import ROOT
+from support.dvc_pipeline import PIPELINE, stage_bodies, stage_script
+
 PACKAGE = "releval"
 SOURCE_DIR = "stages"  # the directory holding the package: stages/releval/
-SCRIPT = re.compile(r"\bpython\s+(\S+\.py)\b")
-
-
-def stage_bodies(pipeline: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
-    """Each stage's definition; a foreach stage keeps it under `do:`, a matrix stage at top level."""
-    return {name: stage["do"] if "foreach" in stage else stage for name, stage in pipeline["stages"].items()}
-
-
-def stage_script(body: Mapping[str, Any]) -> str:
-    match = SCRIPT.search(body["cmd"])
-    assert match, f"no `python <script>.py` in cmd {body['cmd']!r}"
-    return match.group(1)
 
 
 def module_file(module: str, source_root: Path) -> Path | None:
@@ -124,9 +112,6 @@ def extra_code_deps(body: Mapping[str, Any], root: Path) -> list[str]:
     """Python files listed as deps that the stage never imports: each one reruns it for nothing."""
     code = stage_code(body, root)
     return sorted(dep for dep in body.get("deps", []) if dep.endswith(".py") and dep not in code)
-
-
-PIPELINE = yaml.safe_load((ROOT / "dvc.yaml").read_text(encoding="utf-8"))
 
 
 @pytest.mark.parametrize("stage", sorted(stage_bodies(PIPELINE)))

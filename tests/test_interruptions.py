@@ -22,7 +22,10 @@ import polars as pl
 import pytest
 import yaml
 
-from conftest import BIN, MINI_CHUNKINGS, MINI_CONFIGS, copy_project, ran_stages, run
+from support import BIN
+from support.commands import ran_stages, run
+from support.projects import copy_project
+from support.pydocs_mini import MINI_CHUNKINGS, MINI_CONFIGS
 
 pytestmark = pytest.mark.slow
 

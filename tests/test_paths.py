@@ -13,13 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from releval import paths
-from test_dvc_wiring import stage_bodies, stage_script
+from support import ROOT
+from support.dvc_pipeline import PIPELINE, stage_bodies, stage_script
 
-ROOT = Path(__file__).resolve().parents[1]
-PIPELINE = yaml.safe_load((ROOT / "dvc.yaml").read_text(encoding="utf-8"))
 DATA_PATH = re.compile(r"^(data|reports|dvc_plots)/")
 # Defaults that dvc.yaml does not list, and why.
 NOT_IN_DVC_YAML = {

@@ -14,16 +14,9 @@ import polars as pl
 import pytest
 import yaml
 
-from conftest import (
-    MINI_CHUNKINGS,
-    MINI_CONFIGS,
-    copy_project,
-    make_pydocs_project,
-    mini_queries,
-    output_bytes,
-    ran_stages,
-    run,
-)
+from support.commands import ran_stages, run
+from support.projects import copy_project, output_bytes
+from support.pydocs_mini import MINI_CHUNKINGS, MINI_CONFIGS, make_pydocs_project, mini_queries
 
 pytestmark = pytest.mark.slow
 

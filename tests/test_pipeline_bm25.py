@@ -5,7 +5,9 @@ import polars as pl
 import pytest
 from rank_bm25 import BM25Okapi
 
-from conftest import make_project, require_cranfield, run
+from support.commands import run
+from support.cranfield import require_cranfield
+from support.projects import make_project
 from releval.retrieval.bm25 import TokenizerConfig, tokenize
 
 pytestmark = pytest.mark.slow

@@ -32,7 +32,9 @@ import polars as pl
 import pytest
 import yaml
 
-from conftest import ROOT, make_project, run
+from support import ROOT
+from support.commands import run
+from support.projects import make_project
 
 pytestmark = pytest.mark.slow
 

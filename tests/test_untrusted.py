@@ -2,7 +2,6 @@
 no Hydra instantiation from data, no file named after a document id."""
 
 import ast
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,8 +10,9 @@ from releval import io
 from releval.provenance.card import declared_protocol
 from releval.errors import InputError
 from releval.retrieval.models import ModelConfig
+from support import ROOT
 
-STAGES = Path(__file__).resolve().parents[1] / "stages"
+STAGES = ROOT / "stages"
 
 
 def calls_in_code():

@@ -63,7 +63,7 @@ MANIFEST_NAME = "manifest.yaml"
 JUDGMENTS_NAME = "judgments.jsonl"
 MANIFEST_KEYS = ("version", "parent", "date", "scale", "rubric", "annotators", "judgments_sha256")
 OPTIONAL_MANIFEST_KEYS = ("description",)
-QRELS_SCHEMA = QRELS.schema  # the old name, which tests/test_judgment_versions.py imports
+QRELS_SCHEMA = QRELS.schema  # the old name, which tests/judging/test_judgment_versions.py imports
 
 _VERSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _SHA256 = re.compile(r"[0-9a-f]{64}")

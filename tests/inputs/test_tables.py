@@ -30,9 +30,10 @@ from releval.tables import (
     SMART_QUERIES,
     TABLES,
 )
+from support import TEST_DATA
 
-CORPUS = Path(__file__).resolve().parent / "data" / "corpus"
-TREC = Path(__file__).resolve().parent / "data" / "trec"
+CORPUS = TEST_DATA / "corpus"
+TREC = TEST_DATA / "trec"
 
 
 def write_lines(path: Path, records: list[dict]) -> Path:

@@ -12,7 +12,7 @@ from rank_bm25 import BM25Okapi
 from releval.retrieval.bm25 import ENGLISH_STOPWORDS, BM25Index, TokenizerConfig, tokenize, top_k_indices
 from releval.errors import InputError
 
-from conftest import CRANFIELD, CRANFIELD_MISSING
+from support.cranfield import CRANFIELD, CRANFIELD_MISSING
 
 TOLERANCE = 1e-9
 

@@ -8,7 +8,8 @@ OK     accepted: the same table as the clean input
 POLICY accepted under a documented rule, recorded (counts in judgments.json / metrics.json) or warned
        (EmptyTextWarning, a WARNING: line)
 FIXED  a bug this catalogue found (8 in all, each fixed in the code; the test states the behaviour now in force)
-[n]    parametrized cases; a file name alone means this file (tests/test_bad_inputs.py)
+[n]    parametrized cases; a test name alone means this file (tests/inputs/test_bad_inputs.py); other test files are
+       named by their basename, unique under tests/
 
 --- Encodings ---------------------------------------------------------------------------------------------------------
 test_latin1_bytes_are_refused_naming_line_and_encoding [4]
@@ -382,8 +383,9 @@ from releval.judging.judgments import Manifest, doc_lengths, load_version, valid
 from releval.measurement.metrics import contract_from_params, evaluate
 from releval.retrieval.models import ModelConfig
 from releval.inputs.trec import read_qrels, read_run, write_trec_run
+from support import ROOT
 
-STAGES = Path(__file__).resolve().parents[1] / "stages"
+STAGES = ROOT / "stages"
 SCALE = {0: "not relevant", 1: "partial", 2: "relevant"}
 
 
@@ -1368,7 +1370,7 @@ def test_an_unknown_fusion_key_is_refused(tmp_path, monkeypatch, capsys):
 @pytest.mark.parametrize(
     "metrics, message",
     [
-        # 'ndcg@10,bogus@3' and 'ndcg@0' are in tests/test_score_cli.py::test_bad_options_exit_2.
+        # 'ndcg@10,bogus@3' and 'ndcg@0' are in tests/measurement/test_score_cli.py::test_bad_options_exit_2.
         ("map@0", "metric 'map@0': the cutoff must be a whole number > 0"),
         ("mrr@-1", "metric 'mrr@-1': the cutoff must be a whole number > 0"),
         ("ndcg@10,Recall", "metric 'Recall' needs a cutoff"),

@@ -23,8 +23,8 @@ import pytest
 
 from releval.builders import e5convert
 from releval.errors import InputError
+from support import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 MIN_COSINE = 0.99985  # measured minimum 0.999895 (passage prompt), 38 texts
 
 TEXTS = [

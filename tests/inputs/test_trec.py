@@ -11,8 +11,9 @@ import pytest
 
 from releval.errors import InputError
 from releval.inputs.trec import infer_format, read_qrels, read_run, write_trec_run
+from support import TEST_DATA
 
-DATA = Path(__file__).parent / "data" / "trec"
+DATA = TEST_DATA / "trec"
 
 
 def write(path: Path, text: str) -> Path:

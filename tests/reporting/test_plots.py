@@ -11,7 +11,10 @@ import numpy as np
 import polars as pl
 import pytest
 
-from conftest import ROOT, run
+from support import ROOT
+from support.commands import run
+from support.dvc_pipeline import PIPELINE
+from support.projects import copy_project
 from releval.reporting import plots
 from releval.measurement import stats
 from releval.measurement.compare import NotComparable
@@ -214,11 +217,8 @@ def test_committed_offline_template_inlines_vega_and_loads_nothing():
 
 
 def test_dvc_yaml_plots_are_the_ones_this_module_defines():
-    import yaml
-
-    pipeline = yaml.safe_load((Path(__file__).resolve().parents[1] / "dvc.yaml").read_text())
-    assert pipeline["plots"] == plots.dvc_plot_definitions()
-    outs = [next(iter(o)) if isinstance(o, dict) else o for o in pipeline["stages"]["report"]["outs"]]
+    assert PIPELINE["plots"] == plots.dvc_plot_definitions()
+    outs = [next(iter(o)) if isinstance(o, dict) else o for o in PIPELINE["stages"]["report"]["outs"]]
     assert "reports/plots" in outs and all(
         Path(p).stem in plots.PLOTS for d in plots.dvc_plot_definitions() for v in d.values() for p in v["y"]
     )
@@ -327,7 +327,6 @@ def assert_judged_warnings(report: str, metrics: dict) -> list[str]:
 @pytest.mark.slow
 def test_report_warns_where_most_top_documents_are_unjudged(default_project, tmp_path):
     """Judgments that keep only the relevant documents leave most retrieved documents unjudged."""
-    from conftest import copy_project
     from releval.judging import judgments as jm
 
     project = copy_project(default_project, tmp_path / "sparse")

@@ -8,6 +8,10 @@ import pytest
 
 from releval.provenance import card as cards
 from releval.errors import InputError, InputErrors
+from support import ROOT
+from support.commands import run
+from support.projects import copy_project
+from support.pydocs_mini import regrade_one_judgment
 
 CONTRACT = {
     "aggregation": "arithmetic mean over evaluated queries",
@@ -315,9 +319,6 @@ def _corpus_documents(project) -> int:
 
 @pytest.mark.slow
 def test_report_stage_writes_valid_card_and_observations_and_refuses_cross_card_ranking(default_project, tmp_path):
-    from conftest import copy_project, run
-    from test_audit import regrade_one_judgment
-
     base = default_project
     card = json.loads((base / "reports" / "card.json").read_text())
     observations = json.loads((base / "reports" / "observations.json").read_text())
@@ -360,7 +361,6 @@ def tiny_scored_repo(root):
     which one is sealed holdout, with slices; no DVC needed."""
     import shutil
 
-    from conftest import ROOT
     from releval import io
     from releval.measurement import holdout
     from releval.retrieval import runs
@@ -525,8 +525,6 @@ def tiny_scored_repo(root):
 def test_report_stage_on_a_tiny_repository_with_holdout_and_slices(tmp_path):
     import subprocess
     import sys
-
-    from conftest import ROOT
 
     root = tiny_scored_repo(tmp_path)
     result = subprocess.run(
