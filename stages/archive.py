@@ -12,6 +12,7 @@ from pathlib import Path
 
 from releval import paths
 from releval.provenance import archive, revisions
+from releval.retrieval import runs
 from releval.config import load_params, section
 from releval.stage import entry, warn
 
@@ -22,13 +23,17 @@ def main() -> None:
     parser.add_argument("--archive", default=paths.ARCHIVE)
     parser.add_argument("--lock", default=paths.DVC_LOCK)
     args = parser.parse_args()
-    dataset = str(section(load_params(), "dataset.name"))
+    params = load_params()
+    dataset = str(section(params, "dataset.name"))
     lock_path = Path(args.lock)
     lock = revisions.parse_lock(
         lock_path.read_text(encoding="utf-8") if lock_path.exists() else None, source=str(lock_path)
     )
     repo = Path(".")
     found, skipped = archive.workspace_runs(repo, args.runs_root, lock)
+    # Only the cells the grid declares: a folder left by an earlier grid is not this commit's run.
+    in_grid = {f.as_posix() for f in runs.grid_run_folders(section(params, "grid"), args.runs_root).values()}
+    found = [run for run in found if run.run_path in in_grid]
     for path in skipped:
         warn(f"archive: {path} is not an output of any stage in {lock_path}; not archived (unknown provenance)")
     provenance = archive.workspace_provenance(repo, lock)

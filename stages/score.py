@@ -1,7 +1,8 @@
 """DVC stage `score`: every run → document level → metrics under one declared contract.
 
-Writes reports/metrics.json (a DVC metrics file: per configuration, quality and operational
-figures, with the contract beside them), reports/per_query.parquet, reports/grid.md, and a TREC
+Writes reports/metrics.json (per configuration, quality and operational figures, with the
+contract beside them), reports/quality.json (the DVC metrics file: the primary metric and its
+coverage per configuration), reports/per_query.parquet, reports/grid.md, and a TREC
 run file per configuration under data/work/trec/.
 
 Holdout queries are sealed: the runs and judgments DVC makes hold dev queries only, and the
@@ -50,7 +51,10 @@ def main() -> None:
     qrels = pl.read_parquet(args.qrels)
     judgments = json.loads(Path(args.judgments_meta).read_text())
     queries = pl.read_parquet(args.queries)
-    run_dirs = runs.find_runs(args.runs_root)
+    run_dirs, stale = runs.grid_runs(section(params, "grid"), args.runs_root)
+    if stale:
+        names = ", ".join(f.as_posix() for f in stale)
+        warn(f"score: ignored {len(stale)} run folder(s) of configurations no longer in the grid: {names}")
     # Opening the holdout is logged before anything is scored (an interrupted run stays on record).
     scored, split_terms = holdout.scoring_selection(
         queries,
@@ -77,6 +81,7 @@ def main() -> None:
     document = scoring.metrics_document(results, contract, metric_cfg, dataset, judgments, split_terms)
     reports = Path(args.reports)
     io.write_json(paths.rebase(paths.METRICS, paths.REPORTS, reports), document)
+    io.write_json(paths.rebase(paths.QUALITY, paths.REPORTS, reports), scoring.headline_document(document))
     io.write_json(paths.rebase(paths.LINEAGE, paths.REPORTS, reports), scoring.lineage_document(results))
     io.write_parquet(paths.rebase(paths.PER_QUERY, paths.REPORTS, reports), scoring.per_query_table(per_query))
     grid = grid_markdown(results, document["contract"], table_quality_metrics(metrics), metric_cfg["primary"])

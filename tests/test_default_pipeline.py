@@ -27,6 +27,7 @@ SPLITS = {name: mini_queries(name) for name in ("dev", "holdout")}
 def test_every_stage_of_the_default_grid_ran(default_project):
     ran = ran_stages((default_project.parent / "repro.log").read_text())
     expected = {
+        "params",
         "ingest",
         "queries",
         "judgments",

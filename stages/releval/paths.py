@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+CONF = "conf"
+PARAMS = "params.yaml"
+
 DATA = "data"
 MODELS = f"{DATA}/models"
 ARCHIVE = f"{DATA}/archive"
@@ -30,6 +33,7 @@ RERANKED_RUNS = f"{RUNS}/rerank"
 
 REPORTS = "reports"
 METRICS = f"{REPORTS}/metrics.json"
+QUALITY = f"{REPORTS}/quality.json"  # the DVC metrics file
 PER_QUERY = f"{REPORTS}/per_query.parquet"
 LINEAGE = f"{REPORTS}/lineage.json"
 GRID = f"{REPORTS}/grid.md"

@@ -1,32 +1,41 @@
-"""`releval params [OVERRIDE ...]`: compose params.yaml from conf/ with Hydra.
+"""`releval params [OVERRIDE ...]`: compose params.yaml from conf/ with Hydra, keeping your overrides.
 
-`dvc exp run` composes params.yaml itself (DVC's Hydra integration, configured in .dvc/config);
-`dvc repro` does not, so after editing conf/ run this first. It uses DVC's own composer, so
-both paths produce the same file.
+Overrides are recorded in conf/overrides/recorded.yaml, so `make repro` (which runs this) and
+`dvc exp run` (DVC's Hydra integration reads the same conf/) both apply them; `--reset` forgets
+them. A params.yaml changed after it was composed is never written over without
+`--discard-edits`. See :mod:`releval.composition`.
 """
 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
-from releval.io import atomic_path
+from releval import composition, paths
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. 'grid.models=[minilm]'")
-    parser.add_argument("--conf", default="conf", help="config directory (default: conf)")
-    parser.add_argument("--out", default="params.yaml", help="output file (default: params.yaml)")
-
-
-def compose_params(conf_dir: str | Path, out: str | Path, overrides: list[str]) -> None:
-    from dvc.utils.hydra import compose_and_dump
-
-    with atomic_path(out) as tmp:  # keeps the suffix: DVC picks its dumper from it
-        compose_and_dump(tmp, str(Path(conf_dir).resolve()), None, "config", "", list(overrides))
+    parser.add_argument(
+        "overrides", nargs="*", help="Hydra overrides, e.g. 'grid.models=[minilm]' or dataset=cranfield"
+    )
+    parser.add_argument("--conf", default=paths.CONF, help=f"config directory (default: {paths.CONF})")
+    parser.add_argument("--out", default=paths.PARAMS, help=f"output file (default: {paths.PARAMS})")
+    parser.add_argument("--reset", action="store_true", help="forget the recorded overrides (conf/ alone)")
+    parser.add_argument(
+        "--discard-edits", action="store_true", help="recompose over changes made to params.yaml after composing"
+    )
+    parser.add_argument(
+        "--check", action="store_true", help="only check that params.yaml was composed from conf/ as it is now"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    compose_params(args.conf, args.out, args.overrides)
-    print(f"wrote {args.out} from {args.conf}/" + (f" with {' '.join(args.overrides)}" if args.overrides else ""))
+    if args.check:
+        composition.check_composed(args.out, args.conf)
+        print(f"{args.out}: composed from {args.conf}/ as it is now")
+        return 0
+    result = composition.compose(
+        args.conf, args.out, args.overrides, reset=args.reset, discard_edits=args.discard_edits
+    )
+    recorded = f" with {' '.join(result.overrides)}" if result.overrides else ""
+    print(f"wrote {args.out} from {args.conf}/{recorded}")
     return 0

@@ -193,6 +193,27 @@ def metrics_document(
     }
 
 
+HEADLINE_DIGITS = 4  # the DVC view is for reading and diffing; metrics.json keeps full precision
+
+
+def headline_document(document: Mapping[str, Any]) -> dict[str, Any]:
+    """reports/quality.json, the DVC metrics file: the primary metric and its coverage per configuration.
+
+    Only the few numbers people diff (`dvc metrics show/diff`, `dvc exp show`): the scored query
+    count, the primary metric and judged@k at the primary's k (where scored), each rounded to
+    HEADLINE_DIGITS decimals. Everything else stays in metrics.json, which is not a DVC metric.
+    """
+    contract, configs = document["contract"], document["configs"]
+    primary = contract["primary"]
+    k = primary.partition("@")[2]
+    judged = f"judged@{k}" if k and f"judged@{k}" in contract["metrics"] else None
+    counts = [c["counts"]["queries_evaluated"] for c in configs.values()]
+    headline: dict[str, Any] = {"queries": max(counts) if counts else 0}
+    for metric in [primary] + ([judged] if judged else []):
+        headline[metric] = {cid: round(float(c[metric]), HEADLINE_DIGITS) for cid, c in configs.items()}
+    return headline
+
+
 def lineage_document(results: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
     """lineage.json: what each configuration's run was made from, and the run's digest."""
     return {cid: {k: r[k] for k in ("models", "inputs", "run_dir", "run_sha256")} for cid, r in results.items()}

@@ -54,6 +54,38 @@ def grid_config_ids(grid: dict) -> list[str]:
     return sorted(ids)
 
 
+def grid_run_folders(grid: dict, root: str | Path) -> dict[str, Path]:
+    """The run folder of every configuration the grid declares (config id -> folder), by path order."""
+    root = Path(root)
+    folders = {}
+    for chunking in grid["chunkings"]:
+        folders[bm25_id(chunking)] = root / "bm25" / chunking
+        for model in grid["models"]:
+            folders[dense_id(model, chunking)] = root / "dense" / model / chunking
+            for fusion in grid.get("fusions") or []:
+                folders[fused_id(fusion, model, chunking)] = root / "fused" / fusion / model / chunking
+    for key, entry in (grid.get("reranked") or {}).items():
+        folders[reranked_id(run_path_id(entry["run"]), entry["reranker"])] = root / "rerank" / key
+    return dict(sorted(folders.items(), key=lambda item: item[1]))
+
+
+def grid_runs(grid: dict, root: str | Path) -> tuple[list[Path], list[Path]]:
+    """(the grid's run folders, by path; folders under ``root`` holding runs of cells not in the grid).
+
+    A missing folder of a declared cell is an error: the grid has not been run.
+    """
+    declared = grid_run_folders(grid, root)
+    missing = [(cid, f) for cid, f in declared.items() if not (f / "run.json").exists()]
+    if missing:
+        cid, folder = missing[0]
+        raise InputError(
+            f"no run of {cid} ({len(missing)} of {len(declared)} configurations missing); run `dvc repro`",
+            file=str(folder),
+        )
+    wanted = set(declared.values())
+    return list(declared.values()), [f for f in find_runs(root) if f not in wanted]
+
+
 def run_path_id(path: str) -> str:
     """The configuration id of a run folder under data/work/runs (``dense/minilm/c256`` → ``minilm/c256``)."""
     parts = path.strip("/").split("/")

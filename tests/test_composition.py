@@ -1,0 +1,136 @@
+"""params.yaml composed from conf/ keeps what the user configured, and refuses what it cannot honour.
+
+Real Hydra composition (DVC's composer, as `dvc exp run` uses it) on a copy of the shipped conf/.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+from dvc.utils.hydra import compose_and_dump
+
+from releval.cli import main as cli_main
+from releval.composition import RECORDED, check_composed, compose
+from releval.errors import InputError
+from support.projects import ROOT
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    shutil.copytree(ROOT / "conf", tmp_path / "conf")
+    (tmp_path / "conf" / RECORDED).unlink(missing_ok=True)
+    return tmp_path
+
+
+def composed(project: Path) -> dict:
+    return yaml.safe_load((project / "params.yaml").read_text(encoding="utf-8"))
+
+
+def dvc_composed(project: Path, *overrides: str) -> dict:
+    """What `dvc exp run -S ...` composes: DVC's Hydra integration over the same conf/."""
+    out = project / "dvc-params.yaml"
+    compose_and_dump(out, str(project / "conf"), None, "config", "", list(overrides))
+    return yaml.safe_load(out.read_text(encoding="utf-8"))
+
+
+def test_overrides_stick_for_make_repro_and_dvc_exp_run(project):
+    conf, params = project / "conf", project / "params.yaml"
+    compose(conf, params, ["grid.chunkings=[c256]", "fusions.rrf.k=30"])
+    compose(conf, params)  # what `make repro` runs: no overrides given, the recorded ones kept
+    assert composed(project)["grid"]["chunkings"] == ["c256"]
+    assert composed(project)["fusions"]["rrf"]["k"] == 30
+    from_dvc = dvc_composed(project, "models.minilm.batch_size=8")
+    assert from_dvc["grid"]["chunkings"] == ["c256"] and from_dvc["fusions"]["rrf"]["k"] == 30
+    assert from_dvc["models"]["minilm"]["batch_size"] == 8
+
+
+def test_a_later_override_replaces_the_same_key_and_reset_forgets_all(project):
+    conf, params = project / "conf", project / "params.yaml"
+    compose(conf, params, ["grid.chunkings=[c256]", "fusions.rrf.k=30"])
+    result = compose(conf, params, ["grid.chunkings=[c256,c512]"])
+    assert result.overrides == ["fusions.rrf.k=30", "grid.chunkings=[c256,c512]"]
+    assert composed(project)["grid"]["chunkings"] == ["c256", "c512"]
+    compose(conf, params, reset=True)
+    assert not (conf / RECORDED).exists()
+    assert composed(project)["grid"]["chunkings"] == ["c256", "c512", "c1024"]
+    assert composed(project)["fusions"]["rrf"]["k"] == 60
+
+
+def test_a_dataset_brings_its_judgments_and_a_group_can_be_added(project):
+    conf, params = project / "conf", project / "params.yaml"
+    compose(conf, params, ["dataset=cranfield-mini", "+model@models.mpnet=mpnet", "grid.models=[minilm,mpnet]"])
+    params_doc = composed(project)
+    assert params_doc["dataset"]["name"] == "cranfield-mini"
+    assert params_doc["judgments"]["version"] == "cranfield-1"
+    assert set(params_doc["models"]) == {"minilm", "e5small", "mpnet"}
+    assert dvc_composed(project)["dataset"]["name"] == "cranfield-mini"
+
+
+@pytest.mark.parametrize(
+    ("override", "expected"),
+    [
+        ("dataset=pydcs", "unknown dataset option 'pydcs'; did you mean 'pydocs'?"),
+        ("judgments=pydocs-v9", "unknown judgments option 'pydocs-v9'; did you mean"),
+        ("grid.models=[minlm]", "unknown model 'minlm'; did you mean 'minilm'?"),
+        ("grid.chunkings=[c265]", "unknown chunking 'c265'; did you mean 'c256'"),
+        ("grid.chunkings=[c512]", "unknown first-stage run 'minilm/c256'"),  # the reranked run left the grid
+        ("grid.fusions=[rff]", "unknown fusion 'rff'; did you mean 'rrf'?"),
+        ("grid.baseline=minilm/c999", "unknown configuration 'minilm/c999'"),
+        ("grid.reranked.minilm-c256-e5.reranker=e6", "unknown reranker 'e6'; did you mean 'e5'?"),
+        ("grid.reranked.minilm-c256-e5.run=dense/minlm/c256", "unknown first-stage run 'minlm/c256'"),
+        ("datasett=x", "unknown key under the top level 'datasett'; did you mean 'dataset'?"),
+        ("grid.chunkingz=[c256]", "unknown key under grid 'chunkingz'; did you mean 'chunkings'?"),
+    ],
+)
+def test_a_typo_is_one_error_with_the_closest_names_and_records_nothing(project, override, expected):
+    conf, params = project / "conf", project / "params.yaml"
+    compose(conf, params, ["fusions.rrf.k=30"])
+    recorded = (conf / RECORDED).read_bytes()
+    written = params.read_bytes()
+    with pytest.raises(InputError) as caught:
+        compose(conf, params, [override])
+    assert expected in str(caught.value)
+    assert "\n" not in str(caught.value)
+    assert (conf / RECORDED).read_bytes() == recorded and params.read_bytes() == written
+
+
+def test_the_command_prints_one_line_for_a_typo(project, monkeypatch, capsys):
+    monkeypatch.chdir(project)
+    assert cli_main(["params", "dataset=helpdsk"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "unknown dataset option 'helpdsk'" in err
+
+
+def test_params_edited_after_composing_are_never_silently_recomposed(project):
+    conf, params = project / "conf", project / "params.yaml"
+    compose(conf, params)
+    params.write_text(params.read_text(encoding="utf-8").replace("k: 60", "k: 7"), encoding="utf-8")
+    with pytest.raises(InputError, match=r"changed since it was composed from conf/ \(fusions\.rrf\.k\)"):
+        compose(conf, params)
+    compose(conf, params, discard_edits=True)
+    assert composed(project)["fusions"]["rrf"]["k"] == 60
+
+
+def test_a_params_file_dvc_composed_with_extra_overrides_is_an_edit_to_keep_or_drop(project):
+    conf, params = project / "conf", project / "params.yaml"
+    compose_and_dump(params, str(conf), None, "config", "", ["grid.chunkings=[c256]"])  # `dvc exp run -S`
+    check_composed(params, conf)  # DVC composed it from conf/ as it is: nothing stale
+    with pytest.raises(InputError, match=r"grid\.chunkings"):
+        compose(conf, params)
+    compose(conf, params, ["grid.chunkings=[c256]"], discard_edits=True)
+    assert composed(project)["grid"]["chunkings"] == ["c256"]
+
+
+def test_check_fails_after_a_conf_edit_until_recomposed(project):
+    conf, params = project / "conf", project / "params.yaml"
+    compose(conf, params)
+    check_composed(params, conf)
+    metric = conf / "metric" / "default.yaml"
+    metric.write_text(metric.read_text(encoding="utf-8") + "\n# edited\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"changed since this file was composed; run `make repro`"):
+        check_composed(params, conf)
+    compose(conf, params)
+    check_composed(params, conf)
