@@ -5,7 +5,9 @@ data/work/* (documents, queries, judgments, runs) and the holdout access log; wr
 
 * reports/card.json          the evaluation card (releval.provenance.card), validated
 * reports/observations.json  one observation per configuration under that card, validated
-* reports/report.md          grid, comparisons against grid.baseline, slices, worst queries,
+* reports/report.md          a conclusion (best, indistinguishable set, resampling wins, what
+                             would settle it), grid, comparisons against grid.baseline (one
+                             verdict each), relevance-threshold check, slices, worst queries,
                              the card, coverage and truncation warnings
 * reports/report.html        the same plots, rendered offline (Vega inlined from dvc_plots/offline.html)
 * reports/plots/*.json       DVC plot data (see the `plots:` section of dvc.yaml)

@@ -8,9 +8,11 @@ does not pay for loading torch.
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import sys
 
+from releval import __version__
 from releval.errors import InputError
 
 COMMANDS = {
@@ -32,15 +34,31 @@ def _module(name: str):
     return importlib.import_module(f"releval.commands.{name}")
 
 
+def unknown_command(word: str) -> str:
+    """One line for a first argument that is no command: the closest command, else all of them."""
+    if word.startswith("-"):
+        return f"releval: unknown option {word!r}; before a command only -h/--help and --version are taken"
+    close = difflib.get_close_matches(word, list(COMMANDS), n=1, cutoff=0.6)
+    hint = f"did you mean {close[0]!r}?" if close else f"commands: {', '.join(COMMANDS)}"
+    return f"releval: unknown command {word!r}; {hint}"
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(prog="releval", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, help_text in COMMANDS.items():
         sub.add_parser(name, help=help_text, add_help=False)
-    if not argv or argv[0] in ("-h", "--help") or argv[0] not in COMMANDS:
+    if not argv or argv[0] in ("-h", "--help"):
         parser.print_help()
-        return 0 if not argv or argv[0] in ("-h", "--help") else 2
+        return 0
+    if argv[0] == "--version":
+        print(f"releval {__version__}")
+        return 0
+    if argv[0] not in COMMANDS:
+        print(unknown_command(argv[0]), file=sys.stderr)
+        return 2
     name = argv[0]
     module = _module(name)
     cmd = argparse.ArgumentParser(prog=f"releval {name}", description=COMMANDS[name])

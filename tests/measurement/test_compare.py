@@ -8,14 +8,16 @@ command through the CLI entry point, as a user would.
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import polars as pl
 import pytest
 from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
+from statsmodels.stats.power import TTestPower
 
-from releval.measurement import compare
+from releval.measurement import compare, stats
 from releval.measurement.metrics import Contract, evaluate
 from support.commands import git
 from support.scored_project import METRICS, Project, qids
@@ -37,11 +39,11 @@ def test_verdicts_on_constructed_data(project, capsys, candidate, verdict):
     assert result["baseline"]["ref"] == "base" and result["candidate"]["ref"] == candidate
 
 
-def test_five_line_report_names_everything(project, capsys):
+def test_six_line_report_names_everything(project, capsys):
     code, out, _ = project.cli(capsys, "compare", "base", "better", "--resamples", "2000")
     assert code == 0
     lines = out.rstrip("\n").splitlines()
-    assert len(lines) == 5
+    assert len(lines) == 6
     assert lines[0] == "1. candidate better vs baseline base"
     assert (
         lines[1].startswith("2. evaluation set:")
@@ -66,6 +68,7 @@ def test_five_line_report_names_everything(project, capsys):
     # recall@100 is unchanged, so the nDCG gain is an ordering win, not a retrieval win.
     assert "(ordering win)" in lines[3]
     assert lines[4].startswith("5. secondary: recall@100") and "hit@10" in lines[4] and "Worst query: none" in lines[4]
+    assert lines[5].startswith("6. power: SD of per-query differences ") and "`releval power --sd " in lines[5]
 
 
 def test_retrieval_loss_is_told_apart_from_ordering(project, capsys):
@@ -371,9 +374,174 @@ def test_document_ranks_count_documents_not_chunks():
     assert ranks.rows() == [("q", "d1", 1), ("q", "d3", 2), ("q", "d2", 3)]
 
 
-def test_grid_verdict_follows_the_holm_adjusted_test():
-    from releval.measurement.compare import grid_verdict
+def test_grid_verdicts_are_the_decision_rule_over_the_grid(tmp_path, capsys):
+    """Every row's verdict is stats.decide over the grid's raw bootstrap p-values, and `compare A B`
+    alone gives the same pair its unadjusted verdict by the same rule."""
+    proj = grid_project(tmp_path)
+    _, out, _ = proj.cli(capsys, "compare", "--grid", "--json", "--resamples", "2000", "--thresholds", "")
+    rows = json.loads(out)["configs"]
+    decisions = stats.decide(
+        [r["mean_difference"] for r in rows], [r["p_bootstrap"] for r in rows], [50] * len(rows), 0.05
+    )
+    assert [r["verdict"] for r in rows] == [d.verdict for d in decisions]
+    assert [r["p_bootstrap_holm"] for r in rows] == [d.adjusted_p_value for d in decisions]
+    for r in rows:
+        _, out, _ = proj.cli(capsys, "compare", "base", r["config_id"], "--json", "--resamples", "2000")
+        alone = json.loads(out)
+        assert alone["primary"]["bootstrap_p_value"] == pytest.approx(r["p_bootstrap"], abs=1e-12)
+        assert alone["verdict"] == stats.decide([r["mean_difference"]], [r["p_bootstrap"]], [50])[0].verdict
 
-    assert grid_verdict(-0.10, 0.43, 0.05) == "inconclusive"  # raw p 0.03, but 15 comparisons
-    assert grid_verdict(-0.10, 0.01, 0.05) == "regression"
-    assert grid_verdict(+0.02, 0.04, 0.05) == "improvement"
+
+# --------------------------------------------------------------------------- SD and power
+
+
+def test_compare_prints_and_writes_the_sd_of_differences_and_the_power_figure(tmp_path, capsys):
+    """Cross-checked against numpy and statsmodels' power of the paired (one-sample) t-test."""
+    project = grid_project(tmp_path)
+    _, out, _ = project.cli(capsys, "compare", "base", "medium", "--json", "--resamples", "1000")
+    result = json.loads(out)
+    per_query = pl.read_parquet(project.root / "reports" / "per_query.parquet")
+    base, medium = (
+        per_query.filter(pl.col("config_id") == c).sort("query_id")["ndcg@10"].to_numpy() for c in ("base", "medium")
+    )
+    differences = medium - base
+    sd, delta = float(np.std(differences, ddof=1)), float(differences.mean())
+    assert result["primary"]["difference_sd"] == pytest.approx(sd, rel=1e-12)
+    power = result["power"]
+    assert power["sd"] == pytest.approx(sd, rel=1e-12) and power["n_queries"] == 50
+    solver = TTestPower()
+    assert power["queries_needed"] == math.ceil(solver.solve_power(effect_size=abs(delta) / sd, alpha=0.05, power=0.8))
+    resolvable = solver.solve_power(nobs=50, alpha=0.05, power=0.8) * sd
+    assert power["resolvable"] == pytest.approx(resolvable, rel=1e-4)
+    assert power["command"] == f"releval power --sd {sd:.4g} --delta {abs(delta):.4g}"
+    _, text, _ = project.cli(capsys, "compare", "base", "medium", "--resamples", "1000")
+    line = text.splitlines()[5]
+    assert line == (
+        f"6. power: SD of per-query differences {sd:.4f}; {power['queries_needed']} queries would detect a true "
+        f"difference of the observed size {abs(delta):.4f} with 80% power at alpha 0.05 (`{power['command']}`); "
+        f"these 50 queries resolve {resolvable:.4f}"
+    )
+    # the printed command gives the same answer
+    from releval.cli import main as cli_main
+
+    assert cli_main(power["command"].split()[1:]) == 0
+    assert capsys.readouterr().out.startswith(f"{power['queries_needed']} queries to detect")
+
+
+def test_power_figure_of_a_difference_too_small_to_detect(project, capsys):
+    """'noise' moves every query but its mean difference is 0 up to rounding."""
+    _, out, _ = project.cli(capsys, "compare", "base", "noise", "--json", "--resamples", "500")
+    power = json.loads(out)["power"]
+    assert power["queries_needed"] is None and power["command"] is None and power["beyond_max"] is True
+    _, text, _ = project.cli(capsys, "compare", "base", "noise", "--resamples", "500")
+    assert "more than 1,000,000,000 queries would be needed" in text.splitlines()[5]
+
+
+def test_grid_json_carries_each_sd_and_what_would_settle_the_best(tmp_path, capsys):
+    proj = Project(tmp_path)
+    rng = np.random.default_rng(11)
+    base = rng.uniform(0.3, 0.7, 40)
+    scores = {name: base + shift + rng.normal(0, 0.05, 40) for name, shift in (("a", 0.0), ("b", 0.03), ("c", 0.035))}
+    proj.write_reports({name: {"ndcg@10": values.tolist()} for name, values in scores.items()}, qids(40))
+    proj.write_queries(qids(40))
+    _, out, _ = proj.cli(capsys, "compare", "--grid", "--json", "--resamples", "2000", "--thresholds", "")
+    grid = json.loads(out)
+    per_query = pl.read_parquet(proj.root / "reports" / "per_query.parquet")
+    score = lambda c: per_query.filter(pl.col("config_id") == c).sort("query_id")["ndcg@10"].to_numpy()  # noqa: E731
+    for row in grid["configs"]:
+        assert row["difference_sd"] == pytest.approx(np.std(score(row["config_id"]) - score("a"), ddof=1))
+    assert len(grid["indistinguishable_from_best"]) > 1
+    assert grid["runner_up"] == grid["indistinguishable_from_best"][1]
+    differences = score(grid["best"]) - score(grid["runner_up"])
+    assert grid["settle"]["sd"] == pytest.approx(np.std(differences, ddof=1))
+    assert grid["settle"]["mean_difference"] == pytest.approx(differences.mean())
+    _, text, _ = proj.cli(capsys, "compare", "--grid", "--resamples", "2000", "--thresholds", "")
+    assert text.splitlines()[-1].startswith(
+        f"to settle the best: {grid['best']} vs {grid['runner_up']}: SD of per-query"
+    )
+
+
+# --------------------------------------------------------------------------- every format score reads
+
+
+def trec_project(tmp_path) -> tuple[Project, list[str]]:
+    """Qrels and two runs as TREC text files, and reports to take the contract from."""
+    proj, ids = scored_project(tmp_path)
+    qrels = pl.read_parquet(proj.root / "data" / "work" / "qrels.parquet")
+    (proj.root / "q.trec").write_text("".join(f"{q} 0 {d} {g}\n" for q, d, g in qrels.iter_rows()))
+    (proj.root / "q.jsonl").write_text(
+        "".join(json.dumps({"query_id": q, "doc_id": d, "grade": g}) + "\n" for q, d, g in qrels.iter_rows())
+    )
+    (proj.root / "data" / "work" / "qrels.parquet").unlink()  # nothing to fall back on
+    a = [f"{q} Q0 {q}-{d} {r} {10 - r} a" for q in ids for r, d in enumerate(["x", "rel", "low"], 1)]
+    b = [f"{q} Q0 {q}-{d} {r} {10 - r} b" for q in ids for r, d in enumerate(["rel", "low", "x"], 1)]
+    (proj.root / "a.trec").write_text("\n".join(a) + "\n")
+    (proj.root / "b.trec").write_text("\n".join(b) + "\n")
+    return proj, ids
+
+
+def test_compare_reads_trec_and_jsonl_qrels_like_score(tmp_path, capsys):
+    """The issue's command, which crashed with a polars traceback."""
+    proj, ids = trec_project(tmp_path)
+    results = []
+    for qrels in ("q.trec", "q.jsonl"):
+        code, out, err = proj.cli(
+            capsys, "compare", "a.trec", "b.trec", "--qrels", qrels, "--json", "--resamples", "500"
+        )
+        assert code == 0, err
+        results.append(json.loads(out))
+    assert results[0]["primary"] == results[1]["primary"]
+    primary = results[0]["primary"]
+    assert primary["wins"] == len(ids) and primary["verdict"] == "improvement"
+    # the same numbers `releval score` gives each run against the same qrels
+    for name, mean in (("a.trec", primary["baseline_mean"]), ("b.trec", primary["candidate_mean"])):
+        code, out, _ = proj.cli(capsys, "score", "--qrels", "q.trec", "--run", name, "--metrics", "ndcg@10")
+        assert code == 0 and json.loads(out)["mean"]["ndcg@10"] == pytest.approx(mean, abs=1e-12)
+
+
+def test_compare_and_gate_take_the_formats_score_takes(tmp_path, capsys):
+    proj, ids = trec_project(tmp_path)
+    (proj.root / "q.txt.judgments").write_text((proj.root / "q.jsonl").read_text())
+    (proj.root / "b.ranking").write_text((proj.root / "b.trec").read_text())
+    code, out, err = proj.cli(
+        capsys, "compare", "a.trec", "b.ranking", "--qrels", "q.txt.judgments", "--qrels-format", "jsonl",
+        "--run-format", "trec", "--json", "--resamples", "500",
+    )  # fmt: skip
+    assert code == 0, err
+    assert json.loads(out)["primary"]["wins"] == len(ids)
+    code, out, err = proj.cli(capsys, "gate", "--baseline", "b.trec", "--candidate", "a.trec", "--qrels", "q.trec")
+    assert code == 1 and "gate: FAIL — significant regression" in out, err
+    code, _, err = proj.cli(capsys, "compare", "a.trec", "b.trec", "--qrels", "q.trec", "--qrels-format", "parquet")
+    assert code == 2 and "q.trec" in err and "Traceback" not in err
+
+
+# --------------------------------------------------------------------------- slices and the minimum
+
+
+def test_slices_under_the_minimum_get_numbers_but_no_verdict(tmp_path, capsys):
+    proj = Project(tmp_path)
+    ids = qids(40)
+    base = np.full(40, 0.5)
+    cand = base + np.where(np.arange(40) < 3, 0.4, 0.0) + np.tile([0.05, -0.05], 20)
+    proj.write_reports({"a": {"ndcg@10": base.tolist()}, "b": {"ndcg@10": cand.tolist()}}, ids)
+    slices = {q: (["tiny", "half"] if i < 3 else ["half"] if i < 20 else ["rest"]) for i, q in enumerate(ids)}
+    proj.write_queries(ids, slices=slices)
+    _, out, _ = proj.cli(capsys, "compare", "a", "b", "--json", "--resamples", "1000")
+    result = json.loads(out)
+    assert result["minimum_slice_queries"] == stats.MIN_SLICE_QUERIES == 10
+    tiny = result["slices"]["tiny"]
+    assert tiny["n_queries"] == 3 and tiny["verdict"] == "too few queries" and tiny["adjusted_p_value"] is None
+    assert tiny["mean_difference"] == pytest.approx(0.4 + 0.05 / 3)
+    eligible = ["half", "rest"]
+    raw = [result["slices"][name]["bootstrap_p_value"] for name in eligible]
+    holm = multipletests(raw, method="holm")[1]
+    for name, adjusted in zip(eligible, holm):
+        assert result["slices"][name]["adjusted_p_value"] == pytest.approx(adjusted, abs=1e-12)
+        assert result["slices"][name]["family_size"] == 2
+    _, text, _ = proj.cli(capsys, "compare", "a", "b", "--resamples", "1000")
+    line = next(x for x in text.splitlines() if "slice tiny" in x)
+    delta = f"{tiny['mean_difference']:+.4f}"
+    assert line == f"   slice tiny (3 queries): Δ {delta}, W/L/T 3/0/0 → too few queries for a verdict (< 10)"
+    # --slice on a slice under the minimum: numbers, no verdict
+    _, out, _ = proj.cli(capsys, "compare", "a", "b", "--slice", "tiny", "--json", "--resamples", "1000")
+    assert json.loads(out)["verdict"] == "too few queries"

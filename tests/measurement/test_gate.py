@@ -3,6 +3,8 @@ a broken must-never-break query), 2 (not comparable), on real files in a tempora
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import polars as pl
 import pytest
@@ -157,3 +159,76 @@ def test_gate_verdict_line_repeats_the_reports_interval(project, capsys):
     _, out, _ = gate(project, capsys, "base", "better")
     report_ci = out.splitlines()[3].split("95% CI ")[1].split(" (")[0]
     assert report_ci in out.splitlines()[-1]
+
+
+# --------------------------------------------------------------------------- one rule, and the margin
+
+
+def test_gate_fails_exactly_when_compare_says_regression(project, capsys):
+    """The gate's default decision is the verdict `releval compare` prints for the same pair."""
+    for candidate in ("better", "noise", "worse"):
+        _, out, _ = project.cli(capsys, "compare", "base", candidate, "--json", "--resamples", "2000")
+        code, _, _ = gate(project, capsys, "base", candidate)
+        assert code == (1 if json.loads(out)["verdict"] == "regression" else 0), candidate
+
+
+def small_drop_project(tmp_path) -> Project:
+    """8 queries, nDCG@10 down 0.16 on average: the issue's case that passed as 'inconclusive'."""
+    proj = Project(tmp_path)
+    ids = qids(8)
+    base = np.array([0.9, 0.6, 0.8, 0.7, 0.9, 0.6, 0.8, 0.7])
+    cand = base + np.array([-0.6, 0.3, -0.5, 0.2, -0.4, 0.1, -0.3, -0.08])
+    proj.write_reports({"base": {"ndcg@10": base.tolist()}, "cand": {"ndcg@10": cand.tolist()}}, ids)
+    proj.write_queries(ids)
+    return proj
+
+
+def test_gate_margin_makes_a_non_inferiority_test(tmp_path, capsys):
+    proj = small_drop_project(tmp_path)
+    code, out, _ = gate(proj, capsys, "base", "cand")
+    assert code == 0 and "gate: PASS — inconclusive" in out  # the default: only a significant regression fails
+    low = float(out.splitlines()[3].split("95% CI [")[1].split(",")[0])
+    assert low < -0.05
+    code, out, _ = gate(proj, capsys, "base", "cand", "--margin", "0.05")
+    last = out.rstrip().splitlines()[-1]
+    assert code == 1
+    assert last.startswith(f"gate: FAIL — not shown non-inferior: the 95% CI's lower bound {low:+.4f} is below -0.05")
+    # a margin wider than the interval's reach passes, saying so
+    code, out, _ = gate(proj, capsys, "base", "cand", "--margin", f"{-low + 0.01:.4f}")
+    assert code == 0 and "gate: PASS — non-inferior within margin" in out
+
+
+def test_gate_margin_passes_a_clear_improvement_and_fails_a_clear_loss(project, capsys):
+    assert gate(project, capsys, "base", "better", "--margin", "0.02")[0] == 0
+    assert gate(project, capsys, "base", "noise", "--margin", "0")[0] == 1  # cannot rule out any drop
+    code, out, _ = gate(project, capsys, "base", "worse", "--margin", "0.5")
+    assert code == 0 and "non-inferior within margin 0.5" in out  # a significant drop well inside the margin
+
+
+def test_gate_margin_must_be_a_non_negative_number(project, capsys):
+    code, out, err = gate(project, capsys, "base", "better", "--margin", "-0.1")
+    assert code == 2 and "field 'margin'" in err and "must be a number >= 0, got -0.1" in err
+
+
+def test_gate_help_documents_the_margin_and_its_default(capsys):
+    from releval.cli import main as cli_main
+
+    with pytest.raises(SystemExit):
+        cli_main(["gate", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert (
+        "--margin M non-inferiority: fail when the 95% interval's lower bound of candidate - baseline is below -M"
+        in text
+    )
+    assert "default: fail only on a significant regression, so an inconclusive drop passes" in text
+
+
+def test_gate_reads_trec_qrels(tmp_path, capsys):
+    """The must-never-break rule with judgments in a TREC file (the gate reads what score reads)."""
+    proj = must_project(tmp_path, {"q003"})
+    qrels = pl.read_parquet(proj.root / "data" / "work" / "qrels.parquet")
+    (proj.root / "q.trec").write_text("".join(f"{q} 0 {d} {g}\n" for q, d, g in qrels.iter_rows()))
+    (proj.root / "data" / "work" / "qrels.parquet").unlink()
+    code, out, err = gate(proj, capsys, "base", "cand", "--qrels", "q.trec")
+    assert code == 1, err
+    assert 'q003 "text of q003": first relevant at rank 4' in out

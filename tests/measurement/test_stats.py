@@ -429,3 +429,106 @@ def test_rounding_noise_around_zero_counts_as_a_tie():
     exact = np.random.default_rng(0).integers(0, 6, size=(5_000, 6))
     tenths = np.round(difference * 10).astype(int)[exact].sum(axis=1)
     np.testing.assert_array_equal(replicates == 0.0, tenths == 0)
+
+
+# --------------------------------------------------------------------------- the decision rule
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_decide_is_holm_over_the_family_then_the_sign(seed):
+    rng = np.random.default_rng(seed)
+    p_values = rng.uniform(0, 0.06, 8)
+    differences = rng.normal(0, 0.05, 8)
+    decisions = stats.decide(differences, p_values, [30] * 8, alpha=0.05)
+    reject, adjusted, _, _ = multipletests(p_values, alpha=0.05, method="holm")
+    np.testing.assert_allclose([d.adjusted_p_value for d in decisions], adjusted, rtol=0, atol=1e-15)
+    for d, rejected, difference in zip(decisions, reject, differences):
+        expected = "inconclusive" if not rejected else "improvement" if difference > 0 else "regression"
+        assert d.verdict == expected and d.family_size == 8
+
+
+def test_decide_on_a_family_of_one_is_the_plain_test():
+    assert stats.decide([-0.1], [0.03], [40])[0] == stats.Decision("regression", 0.03, 1)
+    assert stats.decide([0.1], [0.05], [40])[0].verdict == "inconclusive"  # not below alpha
+    assert stats.decide([0.0], [0.0], [40])[0].verdict == "inconclusive"  # no direction to call
+    # raw p 0.03 is a regression alone, not among 15 comparisons (the report's old contradiction)
+    family = stats.decide([-0.1] + [0.01] * 14, [0.03] + [0.5] * 14, [58] * 15)
+    assert family[0].verdict == "inconclusive" and family[0].adjusted_p_value == pytest.approx(0.45)
+
+
+def test_decide_leaves_comparisons_under_the_minimum_out_of_the_family():
+    decisions = stats.decide([-0.3, 0.2, 0.2], [0.001, 0.02, 0.02], [3, 12, 40], min_queries=stats.MIN_SLICE_QUERIES)
+    assert decisions[0] == stats.Decision(stats.NO_VERDICT, None, 2)
+    np.testing.assert_allclose(
+        [d.adjusted_p_value for d in decisions[1:]], multipletests([0.02, 0.02], method="holm")[1]
+    )
+    with pytest.raises(InputError, match="one mean difference"):
+        stats.decide([0.1], [0.01, 0.02], [10])
+
+
+def test_compare_paired_verdict_is_the_rule_on_its_own_p_value():
+    for seed in range(6):
+        baseline, candidate = _pair(25, 0.03, 0.08, seed=seed)
+        result = stats.compare_paired(baseline, candidate, [str(i) for i in range(25)], 2_000, seed=seed)
+        decision = stats.decide([result.mean_difference], [result.bootstrap_p_value], [25])[0]
+        assert (result.verdict, result.adjusted_p_value, result.family_size) == (
+            decision.verdict,
+            decision.adjusted_p_value,
+            1,
+        )
+    few = stats.compare_paired([0.1, 0.2, 0.3], [0.9, 0.9, 0.9], ["a", "b", "c"], 500, min_queries=10)
+    assert few.verdict == stats.NO_VERDICT and few.adjusted_p_value is None
+
+
+def test_decide_family_replaces_the_verdicts():
+    ids = [str(i) for i in range(40)]
+    comparisons = [
+        stats.compare_paired(*_pair(40, effect, 0.1, seed=s), ids, 2_000) for s, effect in enumerate((0.05, 0.0, 0.0))
+    ]
+    decided = stats.decide_family(comparisons)
+    raw = [c.bootstrap_p_value for c in comparisons]
+    assert [c.adjusted_p_value for c in decided] == pytest.approx(list(multipletests(raw, method="holm")[1]))
+    assert all(c.family_size == 3 for c in decided)
+    assert [c.bootstrap_ci for c in decided] == [c.bootstrap_ci for c in comparisons]  # only the decision changes
+    assert stats.decide_family([]) == []
+
+
+# --------------------------------------------------------------------------- SD and the power figure
+
+
+def test_difference_sd_is_the_sample_sd_of_the_differences():
+    baseline, candidate = _pair(30, 0.02, 0.07, seed=9)
+    assert stats.difference_sd(baseline, candidate) == pytest.approx(np.std(candidate - baseline, ddof=1), rel=1e-14)
+    assert stats.difference_sd(baseline, baseline + 0.1) == 0.0  # constant up to rounding
+    assert math.isnan(stats.difference_sd([0.1], [0.2]))
+    result = stats.compare_paired(baseline, candidate, [str(i) for i in range(30)], 500)
+    assert result.difference_sd == stats.difference_sd(baseline, candidate)
+
+
+@pytest.mark.parametrize("sd, delta, n", [(0.12, 0.03, 58), (0.2, -0.05, 30), (0.08, 0.01, 200)])
+def test_power_figure_matches_statsmodels(sd, delta, n):
+    figure = stats.power_figure(sd, delta, n)
+    solver = TTestPower()
+    assert figure.queries_needed == math.ceil(solver.solve_power(effect_size=abs(delta) / sd, alpha=0.05, power=0.8))
+    assert figure.resolvable == pytest.approx(solver.solve_power(nobs=n, alpha=0.05, power=0.8) * sd, rel=1e-5)
+    assert figure.command() == f"releval power --sd {sd:.4g} --delta {abs(delta):.4g}"
+    assert json.loads(json.dumps(figure.to_dict()))["queries_needed"] == figure.queries_needed
+
+
+def test_power_figure_edge_cases_say_why_there_is_no_number():
+    assert stats.power_figure(math.nan, 0.2, 1).sentence() == "1 query: no spread to plan from"
+    constant = stats.power_figure(0.0, 0.1, 20)
+    assert constant.queries_needed is None and "every query moves by the same amount" in constant.sentence()
+    none = stats.power_figure(0.1, 0.0, 20)
+    assert none.queries_needed is None and "no observed difference to detect" in none.sentence()
+    tiny = stats.power_figure(0.1, 1e-17, 20)
+    assert tiny.beyond_max and tiny.queries_needed is None and tiny.command() is None
+    assert "more than 1,000,000,000 queries" in tiny.sentence()
+    with pytest.raises(InputError, match="needs more than 1,000,000,000 queries"):
+        stats.queries_needed(0.1, 1e-17)
+
+
+def test_alpha_of_a_confidence_is_exact_so_a_pair_and_its_grid_agree_at_the_boundary():
+    assert stats.alpha_of(0.95) == 0.05 and stats.alpha_of(0.99) == 0.01
+    # B = 1999 resamples can give p = 2 * 50 / 2000 = 0.05 exactly: not below alpha, alone or in a grid
+    assert stats.decide([-0.1], [0.05], [40], stats.alpha_of(0.95))[0].verdict == "inconclusive"

@@ -6,8 +6,9 @@
 
 BASELINE and CANDIDATE each name scores in one of three ways, tried in this order:
 
-* a path to a run file (a TREC run, a releval run.parquet, or a run folder holding one): it is
-  collapsed to documents and scored with the metric engine against data/work/qrels.parquet,
+* a path to a run file (a TREC run, JSONL, a releval run.parquet, or a run folder holding one):
+  it is collapsed to documents and scored with the metric engine against ``--qrels`` (default
+  data/work/qrels.parquet; TREC qrels, JSONL or parquet, read as `releval score` reads them),
   under the contract in reports/metrics.json;
 * a configuration id in reports/per_query.parquet, e.g. ``minilm/c256``;
 * ``REV:config_id`` with REV a git revision, e.g. ``HEAD~1:minilm/c256`` or
@@ -16,7 +17,14 @@ BASELINE and CANDIDATE each name scores in one of three ways, tried in this orde
   work in any clone.
 
 The two must share their contract and their query set; otherwise the command refuses and names
-the difference (exit 2). The reading is :mod:`releval.measurement.comparisons`; the statistics and
+the difference (exit 2).
+
+The verdict is releval's one decision rule (:func:`releval.measurement.stats.decide`): the paired
+bootstrap p-value, Holm-adjusted over the comparisons printed together (the grid's
+configurations; the secondary metrics; the slices), below 0.05, read by the sign of the
+difference. A slice of fewer than 10 queries gets its numbers but no verdict. Line 6 gives the
+SD of the per-query differences and the `releval power` figure for the observed difference
+(``power`` in --json). The reading is :mod:`releval.measurement.comparisons`; the statistics and
 texts are :mod:`releval.measurement.compare`.
 """
 

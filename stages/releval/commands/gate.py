@@ -1,17 +1,24 @@
 """`releval gate`: a regression gate for CI.
 
-    releval gate --baseline REF --candidate REF [--metric ndcg@10] [--must-rank 3]
+    releval gate --baseline REF --candidate REF [--metric ndcg@10] [--must-rank 3] [--margin M]
 
 REF is a configuration id, a run file, or ``REV:config_id`` (see `releval compare`).
 
 Exit codes:
 
-* 0: the candidate is a significant improvement, or the difference is inconclusive; it prints
-  which, with the paired-bootstrap interval.
-* 1: a significant regression (the whole bootstrap interval of candidate - baseline is below
-  0), or a must-never-break query (``must_never_break`` true in data/work/queries.parquet) has
-  no relevant document in the candidate's top N documents (``--must-rank``, default 3). That
-  rule is absolute: it checks the candidate's own ranking, not whether the baseline passed.
+* 0: the metric passes (below) and no must-never-break query is broken; it prints why, with
+  the paired-bootstrap interval.
+* 1: the metric fails, or a must-never-break query (``must_never_break`` true in
+  data/work/queries.parquet) has no relevant document in the candidate's top N documents
+  (``--must-rank``, default 3). That rule is absolute: it checks the candidate's own ranking,
+  not whether the baseline passed.
+
+The metric fails, without ``--margin``, on a significant regression: the verdict `releval
+compare` prints (bootstrap p-value of candidate - baseline below 0.05, negative difference);
+an inconclusive difference passes, however large, so a small query set passes almost anything.
+With ``--margin M`` the gate is a non-inferiority test: it fails whenever the 95% interval's
+lower bound of candidate - baseline is below -M, that is whenever the data cannot rule out a
+drop larger than M (for example ``--margin 0.02`` on nDCG@10), so too few queries fail it.
 * 2: the two cannot be compared (different contracts or query sets; the message names the
   difference), or an input is missing or bad. Every failure other than a verdict exits 2, so
   a 1 always means "the change made retrieval worse".
@@ -62,6 +69,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="must-never-break queries need a relevant document in this top N (default 3)",
     )
+    parser.add_argument(
+        "--margin",
+        type=float,
+        default=None,
+        metavar="M",
+        help="non-inferiority: fail when the 95%% interval's lower bound of candidate - baseline is below -M "
+        "(e.g. 0.02); default: fail only on a significant regression, so an inconclusive drop passes",
+    )
     comparisons.add_source_arguments(parser)
 
 
@@ -77,7 +92,7 @@ def _gate(args: argparse.Namespace) -> int:
         seed=args.seed,
     )
     broken = comparisons.broken_must_never_break(sources, report, args.must_rank)
-    result = compare.gate_decision(report, broken, args.must_rank)
+    result = compare.gate_decision(report, broken, args.must_rank, args.margin)
     print(compare.render_pair(report))
     print()
     print(result.message)

@@ -2,7 +2,9 @@
 
 Both answers use the exact power of the two-sided paired t-test (noncentral t); ``--sd`` is the
 standard deviation of per-query differences between the two configurations, which a pilot
-comparison or an earlier evaluation on the same kind of queries provides.
+comparison or an earlier evaluation on the same kind of queries provides: `releval compare`
+prints it (line 6, and ``power.sd`` in --json) with this command filled in for the observed
+difference.
 """
 
 from __future__ import annotations
@@ -11,7 +13,12 @@ import argparse
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--sd", type=float, required=True, help="standard deviation of per-query score differences")
+    parser.add_argument(
+        "--sd",
+        type=float,
+        required=True,
+        help="standard deviation of per-query score differences (`releval compare` prints it)",
+    )
     target = parser.add_mutually_exclusive_group(required=True)
     target.add_argument("--delta", type=float, help="mean difference to detect; prints the number of queries needed")
     target.add_argument("--n", type=int, help="number of queries; prints the smallest resolvable mean difference")

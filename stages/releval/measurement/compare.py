@@ -2,7 +2,11 @@
 
 Pure logic: polars tables and dicts in, dataclasses and text out. The reading (reports, run
 files, git revisions) is :mod:`releval.measurement.comparisons`; every statistic comes from
-:mod:`releval.measurement.stats`.
+:mod:`releval.measurement.stats`, and every verdict from its one decision rule,
+:func:`releval.measurement.stats.decide`, applied to each family of comparisons reported
+together: the configurations of a grid against its baseline (report.md's blocks take the
+grid's verdicts), the secondary metrics of a pair, and the slices of a pair (a slice under
+:data:`releval.measurement.stats.MIN_SLICE_QUERIES` queries gets no verdict).
 
 A *side* of a comparison is one configuration's per-query scores (``query_id`` plus one column
 per metric) together with the full contract it was scored under (the ``contract`` block of
@@ -15,15 +19,16 @@ and they were scored on exactly the same queries. Differences are always
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 import polars as pl
 
-from releval.measurement import stats
 from releval.errors import InputError
+from releval.measurement import scoring, stats
+from releval.measurement.metrics import Evaluation
 from releval.measurement.metrics import contract_differences as differing_terms
 
 # Contract fields that do not change what a per-query number means: which metrics were
@@ -188,6 +193,7 @@ class PairReport:
     slice_name: str | None
     texts: dict[str, str]
     kind: str | None  # "ordering win", "retrieval win", ... (see :func:`win_kind`)
+    power: stats.PowerFigure  # what would settle the primary comparison
 
 
 def win_kind(primary: stats.Comparison, secondary: Mapping[str, stats.Comparison]) -> str | None:
@@ -220,7 +226,9 @@ def compare_sides(
     """Paired comparison of two sides on ``metric`` with secondaries and per-slice differences.
 
     ``slice_name`` restricts every number to the queries carrying that slice; otherwise, when
-    queries carry slices, each slice is compared on its own beside the overall result.
+    queries carry slices, each slice is compared on its own beside the overall result. The
+    secondaries form one family and the slices another (see :func:`stats.decide`); a slice
+    under :data:`stats.MIN_SLICE_QUERIES` queries, alone or beside the others, gets no verdict.
     """
     secondary = [m for m in secondary if m != metric]
     check_comparable(baseline, candidate, [metric, *secondary])
@@ -235,21 +243,24 @@ def compare_sides(
             )
         subset = slices[slice_name]
 
+    alpha = stats.alpha_of(confidence)
+    min_queries = stats.MIN_SLICE_QUERIES if slice_name is not None else 1
+
     def one(name: str, ids=subset) -> stats.Comparison:
         query_ids, base, cand = align(baseline.per_query, candidate.per_query, name, ids)
         if not query_ids:
             raise InputError("no scored query in this selection", field="slice")
-        return stats.compare_paired(base, cand, query_ids, n_resamples, confidence, seed)
+        return stats.compare_paired(base, cand, query_ids, n_resamples, confidence, seed, min_queries=min_queries)
 
     primary = one(metric)
-    others = {name: one(name) for name in secondary}
+    others = dict(zip(secondary, stats.decide_family([one(name) for name in secondary], alpha, min_queries)))
     per_slice = []
     if slice_name is None:
         scored = set(baseline.per_query["query_id"].to_list())
-        for name, ids in slices.items():
-            ids = [q for q in ids if q in scored]
-            if ids:
-                per_slice.append(SliceResult(name, one(metric, ids)))
+        found = {name: [q for q in ids if q in scored] for name, ids in slices.items()}
+        found = {name: ids for name, ids in found.items() if ids}
+        decided = stats.decide_family([one(metric, ids) for ids in found.values()], alpha, stats.MIN_SLICE_QUERIES)
+        per_slice = [SliceResult(name, comparison) for name, comparison in zip(found, decided)]
     return PairReport(
         baseline,
         candidate,
@@ -260,7 +271,13 @@ def compare_sides(
         slice_name,
         query_texts(queries),
         win_kind(primary, others),
+        stats.power_figure(primary.difference_sd, primary.mean_difference, primary.n_queries, alpha),
     )
+
+
+def with_primary(report: PairReport, primary: stats.Comparison) -> PairReport:
+    """``report`` with its primary comparison replaced (its win kind follows)."""
+    return replace(report, primary=primary, kind=win_kind(primary, report.secondary))
 
 
 # --------------------------------------------------------------------------- rendering
@@ -317,42 +334,61 @@ def describe_contract(contract: Mapping[str, Any], metric: str) -> str:
     return f"{metric} under " + "; ".join(fields) if fields else metric
 
 
-def _verdict_word(comparison: stats.Comparison) -> str:
-    return comparison.verdict.upper()
+def verdict_text(comparison: stats.Comparison) -> str:
+    """The verdict as printed: the word, or why there is none."""
+    if comparison.verdict == stats.NO_VERDICT:
+        return f"too few queries for a verdict (< {stats.MIN_SLICE_QUERIES})"
+    return comparison.verdict
 
 
-def render_pair(report: PairReport) -> str:
-    """The five-line report, then one line per slice when the queries carry slices."""
+def _holm(comparison: stats.Comparison, family: str) -> str:
+    """ ", Holm over N <family> P" when the comparison was decided in a family of several."""
+    if comparison.family_size < 2 or comparison.adjusted_p_value is None:
+        return ""
+    return f", Holm over {comparison.family_size} {family} {format_p(comparison.adjusted_p_value)}"
+
+
+def render_pair(report: PairReport, family: str = "comparisons") -> str:
+    """The six-line report, then one line per slice when the queries carry slices.
+
+    ``family`` names what the primary's Holm adjustment ran over, when it ran over several.
+    """
     p, metric = report.primary, report.metric
     conf = f"{p.confidence:.0%}"
     secondary = (
         "; ".join(
             f"{name} {c.baseline_mean:.4f} → {c.candidate_mean:.4f}, Δ {_signed(c.mean_difference)} "
-            f"{conf} CI {_interval(c.bootstrap_ci)} {c.verdict}"
+            f"{conf} CI {_interval(c.bootstrap_ci)}{_holm(c, 'metrics')} {verdict_text(c)}"
             for name, c in report.secondary.items()
         )
         or "none"
     )
     kind = f" ({report.kind})" if report.kind else ""
+    verdict = verdict_text(p)
     lines = [
         f"1. candidate {report.candidate.ref} vs baseline {report.baseline.ref}",
         f"2. evaluation set: {describe_evaluation_set(report.baseline.contract, p.n_queries, report.slice_name)}",
         f"3. metric contract: {describe_contract(report.baseline.contract, metric)}",
         f"4. result: {metric} {p.baseline_mean:.4f} → {p.candidate_mean:.4f}, "
         f"Δ {_signed(p.mean_difference)}, {conf} CI {_interval(p.bootstrap_ci)} "
-        f"(paired bootstrap, {p.n_resamples} query resamples, p {format_p(p.bootstrap_p_value)}; "
-        f"paired t {_interval(p.t_interval)}); W/L/T {p.wins}/{p.losses}/{p.ties}, "
-        f"sign test p {format_p(p.sign_test_p_value)} → {_verdict_word(p)}{kind}",
+        f"(paired bootstrap, {p.n_resamples} query resamples, p {format_p(p.bootstrap_p_value)}"
+        f"{_holm(p, family)}; paired t {_interval(p.t_interval)}); W/L/T {p.wins}/{p.losses}/{p.ties}, "
+        f"sign test p {format_p(p.sign_test_p_value)} → "
+        f"{verdict.upper() if p.verdict != stats.NO_VERDICT else verdict}{kind}",
         f"5. secondary: {secondary}. Worst query: {_change(p.worst_regression, report.texts)}; "
         f"best: {_change(p.best_improvement, report.texts)}",
+        f"6. power: {report.power.sentence()}",
     ]
     for result in report.slices:
         c = result.comparison
-        lines.append(
-            f"   slice {result.name} ({c.n_queries} queries): Δ {_signed(c.mean_difference)} "
-            f"{conf} CI {_interval(c.bootstrap_ci)}, W/L/T {c.wins}/{c.losses}/{c.ties} "
-            f"→ {c.verdict}"
-        )
+        if c.verdict == stats.NO_VERDICT:
+            numbers = f"Δ {_signed(c.mean_difference)}, W/L/T {c.wins}/{c.losses}/{c.ties}"
+        else:
+            numbers = (
+                f"Δ {_signed(c.mean_difference)} {conf} CI {_interval(c.bootstrap_ci)}, "
+                f"W/L/T {c.wins}/{c.losses}/{c.ties}, p {format_p(c.bootstrap_p_value)}{_holm(c, 'slices')}"
+            )
+        lines.append(f"   slice {result.name} ({c.n_queries} queries): {numbers} → {verdict_text(c)}")
     return "\n".join(lines)
 
 
@@ -385,8 +421,10 @@ def pair_to_dict(report: PairReport) -> dict[str, Any]:
         "verdict": report.primary.verdict,
         "kind": report.kind,
         "primary": _comparison_dict(report.primary, report.texts),
+        "power": report.power.to_dict(),
         "secondary": {name: _comparison_dict(c, report.texts) for name, c in report.secondary.items()},
         "slices": {r.name: _comparison_dict(r.comparison, report.texts) for r in report.slices},
+        "minimum_slice_queries": stats.MIN_SLICE_QUERIES,
     }
 
 
@@ -406,8 +444,9 @@ class GridRow:
     ties: int
     p_sign: float
     p_sign_holm: float
-    verdict: str
+    verdict: stats.Verdict
     indistinguishable_from_best: bool
+    difference_sd: float  # SD of the per-query differences against the baseline
 
 
 @dataclass(frozen=True)
@@ -441,6 +480,8 @@ class GridReport:
     spread: stats.ScoreSpread
     thresholds: ThresholdStability | None
     contract: dict[str, Any] = field(default_factory=dict)
+    runner_up: str | None = None  # the next configuration indistinguishable from the best, if any
+    settle: stats.PowerFigure | None = None  # best - runner_up: what would separate them
 
 
 def score_matrix(
@@ -476,6 +517,49 @@ def score_matrix(
     return wide["query_id"].to_list(), configs, matrix
 
 
+def score_run(
+    doc_run: pl.DataFrame,
+    qrels: pl.DataFrame,
+    contract: Mapping[str, Any],
+    metrics: list[str] | None = None,
+    **overrides: Any,
+) -> Evaluation:
+    """Evaluate a document-level run under ``contract`` (fields in ``overrides`` replaced)."""
+    metrics = list(metrics if metrics is not None else contract.get("metrics") or [])
+    if not metrics:
+        raise InputError("the contract lists no metrics", field="metrics")
+    return scoring.score_table(doc_run, qrels, metrics, scoring.contract_from_record(contract, **overrides))
+
+
+def threshold_means(
+    doc_runs: Mapping[str, pl.DataFrame],
+    qrels: pl.DataFrame,
+    contract: Mapping[str, Any],
+    metric: str,
+    thresholds: Sequence[int] = THRESHOLDS,
+) -> dict[int, dict[str, float] | None]:
+    """Each configuration's mean ``metric`` with relevance at grade >= t, for each threshold t.
+
+    ``doc_runs`` (config id -> document-level run) and ``qrels`` hold only the scored queries,
+    so the t = rel_threshold row reproduces the reported means. A threshold no query reaches
+    (no document of that grade among the scored queries) maps to None."""
+    usable = [t for t in thresholds if qrels.filter(pl.col("grade") >= t).height]
+    means: dict[int, dict[str, float] | None] = {t: ({} if t in usable else None) for t in thresholds}
+    for config_id, doc_run in doc_runs.items():
+        for threshold in usable:
+            try:
+                evaluation = score_run(doc_run, qrels, contract, [metric], rel_threshold=threshold)
+            except InputError as exc:
+                if "no query left to evaluate" not in str(exc):
+                    raise
+                means[threshold] = None  # this run shares no query with a relevant document
+                continue
+            by_config = means[threshold]
+            if by_config is not None:
+                by_config[config_id] = float(evaluation.mean[metric])
+    return means
+
+
 def threshold_stability(means: Mapping[int, Mapping[str, float] | None]) -> ThresholdStability:
     """Winner (highest mean; first in order on an exact tie) per relevance threshold."""
     winners: dict[int, str | None] = {}
@@ -502,7 +586,8 @@ def compare_grid(
     contract: Mapping[str, Any] | None = None,
 ) -> GridReport:
     """Every configuration against ``baseline``: raw and Holm-adjusted p-values (bootstrap and
-    sign test), the set indistinguishable from the best, and stability of the winner."""
+    sign test), verdicts by :func:`stats.decide` over the family, the set indistinguishable from
+    the best, what would separate the best from the runner-up, and stability of the winner."""
     query_ids, configs, matrix = score_matrix(per_query, metric, configs)
     if baseline not in configs:
         raise InputError(f"unknown baseline {baseline!r}; known: {configs}", field="baseline")
@@ -514,7 +599,8 @@ def compare_grid(
         grid = stats.bootstrap_many(matrix[:, b], matrix[:, others], n_resamples, 1 - alpha, seed)
         wlt = [stats.win_loss_tie(matrix[:, b], matrix[:, i]) for i in others]
         p_sign = np.array([stats.sign_test(wins, losses) for wins, losses, _ in wlt])
-        p_boot_holm, p_sign_holm = stats.holm(grid.p_value), stats.holm(p_sign)
+        p_sign_holm = stats.holm(p_sign)
+        decisions = stats.decide(grid.mean_difference, grid.p_value, [len(query_ids)] * len(others), alpha)
         for k, i in enumerate(others):
             low, high = float(grid.low[k]), float(grid.high[k])
             rows.append(
@@ -524,16 +610,24 @@ def compare_grid(
                     mean_difference=float(grid.mean_difference[k]),
                     bootstrap_ci=(low, high),
                     p_bootstrap=float(grid.p_value[k]),
-                    p_bootstrap_holm=float(p_boot_holm[k]),
+                    p_bootstrap_holm=float(decisions[k].adjusted_p_value),
                     wins=wlt[k][0],
                     losses=wlt[k][1],
                     ties=wlt[k][2],
                     p_sign=float(p_sign[k]),
                     p_sign_holm=float(p_sign_holm[k]),
-                    verdict=grid_verdict(float(grid.mean_difference[k]), float(p_boot_holm[k]), alpha),
+                    verdict=decisions[k].verdict,
                     indistinguishable_from_best=configs[i] in best.indistinguishable,
+                    difference_sd=stats.difference_sd(matrix[:, b], matrix[:, i]),
                 )
             )
+    runner_up = best.indistinguishable[1] if len(best.indistinguishable) > 1 else None
+    settle = None
+    if runner_up is not None:
+        first, second = matrix[:, configs.index(best.best)], matrix[:, configs.index(runner_up)]
+        settle = stats.power_figure(
+            stats.difference_sd(second, first), float(np.mean(first - second)), len(query_ids), alpha
+        )
     return GridReport(
         metric=metric,
         baseline=baseline,
@@ -548,14 +642,30 @@ def compare_grid(
         spread=stats.score_spread(matrix.mean(axis=0), spread_width),
         thresholds=threshold_stability(threshold_means) if threshold_means else None,
         contract=dict(contract or {}),
+        runner_up=runner_up,
+        settle=settle,
     )
 
 
-def grid_verdict(mean_difference: float, p_holm: float, alpha: float) -> str:
-    """Across a grid, only the multiplicity-corrected test may call a difference significant."""
-    if p_holm >= alpha or mean_difference == 0:
-        return "inconclusive"
-    return "improvement" if mean_difference > 0 else "regression"
+def adopt_grid_verdicts(pairs: Mapping[str, PairReport], grid: GridReport) -> dict[str, PairReport]:
+    """The pairs (config id -> its comparison with the grid's baseline) with the grid's Holm-adjusted
+    p-value and verdict on the primary metric, so that a configuration has one verdict wherever the
+    grid and its pair are shown together."""
+    rows = {row.config_id: row for row in grid.rows}
+    adopted = {}
+    for config_id, pair in pairs.items():
+        row = rows[config_id]
+        decision = stats.Decision(row.verdict, row.p_bootstrap_holm, len(grid.rows))
+        adopted[config_id] = with_primary(pair, pair.primary.decided(decision))
+    return adopted
+
+
+def settle_sentence(report: GridReport, name: Callable[[str], str] = str) -> str:
+    """What would separate the best configuration from the runner-up (or that nothing needs to);
+    ``name`` formats a configuration id."""
+    if report.runner_up is None or report.settle is None:
+        return f"{name(report.best.best)} is separated from every other configuration; nothing left to settle"
+    return f"{name(report.best.best)} vs {name(report.runner_up)}: {report.settle.sentence()}"
 
 
 def render_grid(report: GridReport) -> str:
@@ -608,16 +718,18 @@ def render_grid(report: GridReport) -> str:
             else f"not narrow (width {s.width:g})"
         )
     )
-    if report.thresholds is None:
-        lines.append("winner by relevance threshold: not computed")
-    else:
-        t = report.thresholds
-        lines.append(
-            "winner by relevance threshold: "
-            + ", ".join(f"grade >= {k}: {w or 'no relevant documents'}" for k, w in sorted(t.winners.items()))
-            + (" → the WINNER CHANGES with the threshold" if t.changes else " → same winner at every threshold")
-        )
+    lines.append(f"winner by relevance threshold: {threshold_sentence(report.thresholds)}")
+    lines.append(f"to settle the best: {settle_sentence(report)}")
     return "\n".join(lines)
+
+
+def threshold_sentence(thresholds: ThresholdStability | None) -> str:
+    """The winner at each relevance threshold and whether it changes."""
+    if thresholds is None:
+        return "not computed"
+    return ", ".join(f"grade >= {k}: {w or 'no relevant documents'}" for k, w in sorted(thresholds.winners.items())) + (
+        " → the WINNER CHANGES with the threshold" if thresholds.changes else " → same winner at every threshold"
+    )
 
 
 def _finite(value: float) -> float | None:
@@ -649,11 +761,14 @@ def grid_to_dict(report: GridReport) -> dict[str, Any]:
                 "p_sign_holm": r.p_sign_holm,
                 "verdict": r.verdict,
                 "indistinguishable_from_best": r.indistinguishable_from_best,
+                "difference_sd": _finite(r.difference_sd),
             }
             for r in report.rows
         ],
         "best": report.best.best,
         "indistinguishable_from_best": list(report.best.indistinguishable),
+        "runner_up": report.runner_up,
+        "settle": None if report.settle is None else report.settle.to_dict(),
         "adjusted_p_vs_best": report.best.adjusted_p_values,
         "winner_frequencies": report.winner_frequencies,
         "score_spread": {
@@ -744,8 +859,10 @@ class GateResult:
     message: str
 
 
-def gate_decision(report: PairReport, broken: Sequence[Broken], top_n: int) -> GateResult:
-    """Exit 1 on a significant regression or a broken must-never-break query, else 0."""
+def gate_decision(report: PairReport, broken: Sequence[Broken], top_n: int, margin: float | None = None) -> GateResult:
+    """Exit 1 on a broken must-never-break query, and on the metric: without ``margin``, on a
+    significant regression (the verdict of :func:`stats.decide`); with it (non-inferiority),
+    when the interval's lower bound of candidate - baseline is below ``-margin``. Else 0."""
     p = report.primary
     conf = f"{p.confidence:.0%}"
     summary = (
@@ -755,11 +872,24 @@ def gate_decision(report: PairReport, broken: Sequence[Broken], top_n: int) -> G
     )
     lines = []
     code = GATE_PASS
-    if p.verdict == "regression":
+    if margin is not None:
+        if not (math.isfinite(margin) and margin >= 0.0):
+            raise InputError(f"must be a number >= 0, got {margin}", field="margin")
+        low = p.bootstrap_ci[0]
+        if not low >= -margin:
+            code = GATE_FAIL
+            lines.append(
+                f"gate: FAIL — not shown non-inferior: the {conf} CI's lower bound {_signed(low)} is below "
+                f"-{margin:g} (the margin): {summary}"
+            )
+        else:
+            what = f"non-inferior within margin {margin:g} (lower bound {_signed(low)})"
+            lines.append(f"gate: PASS — {what}: {summary}" if not broken else f"metric: passes ({what}): {summary}")
+    elif p.verdict == "regression":
         code = GATE_FAIL
         lines.append(f"gate: FAIL — significant regression: {summary}")
     else:
-        what = "significant improvement" if p.verdict == "improvement" else "inconclusive"
+        what = "significant improvement" if p.verdict == "improvement" else verdict_text(p)
         lines.append(f"gate: PASS — {what}: {summary}" if not broken else f"metric: passes ({what}): {summary}")
     if broken:
         code = GATE_FAIL

@@ -29,8 +29,8 @@ import polars as pl
 
 from releval import paths
 from releval.errors import InputError
+from releval.inputs import trec
 from releval.measurement import compare, holdout, scoring
-from releval.measurement.metrics import Evaluation
 from releval.provenance import revisions
 from releval.retrieval import runs
 
@@ -50,7 +50,13 @@ def add_source_arguments(parser: argparse.ArgumentParser) -> None:
         default=paths.REPORTS,
         help=f"folder with metrics.json and per_query.parquet (default: {paths.REPORTS})",
     )
-    parser.add_argument("--qrels", default=paths.QRELS, help="judgments that run files are scored against")
+    parser.add_argument(
+        "--qrels", default=paths.QRELS, help="judgments that run files are scored against: TREC qrels, JSONL or parquet"
+    )
+    parser.add_argument("--qrels-format", choices=trec.FORMATS, help="default: from the file extension")
+    parser.add_argument(
+        "--run-format", choices=trec.FORMATS, help="format of run-file references (default: from the file extension)"
+    )
     parser.add_argument(
         "--queries",
         default=paths.QUERIES,
@@ -149,14 +155,14 @@ def read_reports_at(rev: str, folder: str | Path) -> Reports:
     return _parse_reports(f"git {rev}:{folder}", committed("metrics.json"), committed("per_query.parquet"))
 
 
-def read_run_file(path: str | Path) -> pl.DataFrame:
+def read_run_file(path: str | Path, format: str | None = None) -> pl.DataFrame:
     """A run at document level (query_id, doc_id, score).
 
     A releval run table (parquet with chunk_id or rank, or a run folder holding run.parquet) is
     collapsed to documents exactly as the score stage does; anything else is read by
-    :func:`releval.inputs.trec.read_run` (TREC text, JSONL or parquet with query_id, doc_id, score).
+    :func:`releval.inputs.trec.read_run` (TREC text, JSONL or parquet with query_id, doc_id, score;
+    ``format`` as `releval score --run-format` takes it, default from the extension).
     """
-    from releval.inputs import trec
     from releval.measurement.metrics import check_run
 
     path = Path(path)
@@ -164,7 +170,8 @@ def read_run_file(path: str | Path) -> pl.DataFrame:
         path = path / "run.parquet"
         if not path.exists():
             raise InputError("a run folder must hold run.parquet", file=str(path))
-    if trec.infer_format(path) == "parquet":
+        format = "parquet"
+    if (format or trec.infer_format(path)) == "parquet":
         try:
             table = pl.read_parquet(path)
         except Exception as exc:  # polars raises several unrelated types for a damaged file
@@ -177,21 +184,7 @@ def read_run_file(path: str | Path) -> pl.DataFrame:
                 table.with_columns(pl.col("query_id").cast(pl.Utf8), pl.col("doc_id").cast(pl.Utf8))
             )
             return check_run(doc_run.select("query_id", "doc_id", "score"), source=str(path))
-    return trec.read_run(path)
-
-
-def score_run(
-    doc_run: pl.DataFrame,
-    qrels: pl.DataFrame,
-    contract: dict[str, Any],
-    metrics: list[str] | None = None,
-    **overrides: Any,
-) -> Evaluation:
-    """Evaluate a document-level run under ``contract`` (fields in ``overrides`` replaced)."""
-    metrics = list(metrics if metrics is not None else contract.get("metrics") or [])
-    if not metrics:
-        raise InputError("the contract lists no metrics", field="metrics")
-    return scoring.score_table(doc_run, qrels, metrics, scoring.contract_from_record(contract, **overrides))
+    return trec.read_run(path, format)
 
 
 def warn_if_changed(reports: str | Path, config_id: str, run_dir: Path) -> None:
@@ -220,15 +213,26 @@ class Sources:
         queries: str | Path,
         runs_root: str | Path,
         judgments_meta: str | Path,
+        qrels_format: str | None = None,
+        run_format: str | None = None,
     ):
         self.reports, self.qrels_path, self.queries_path = reports, qrels, queries
         self.runs_root, self.judgments_meta = runs_root, judgments_meta
+        self.qrels_format, self.run_format = qrels_format, run_format
         self._at: dict[str, Reports] = {}
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Sources:
         """The sources named by :func:`add_source_arguments`' options."""
-        return cls(args.reports, args.qrels, args.queries, args.runs_root, args.judgments_meta)
+        return cls(
+            args.reports,
+            args.qrels,
+            args.queries,
+            args.runs_root,
+            args.judgments_meta,
+            args.qrels_format,
+            args.run_format,
+        )
 
     @cached_property
     def current(self) -> Reports | None:
@@ -259,14 +263,11 @@ class Sources:
 
     @cached_property
     def qrels(self) -> pl.DataFrame:
+        """The judgments, read as `releval score` reads them (:func:`releval.inputs.trec.read_qrels`)."""
         path = Path(self.qrels_path)
         if not path.exists():
             raise InputError("missing; run `dvc repro` or `dvc pull`", file=str(path))
-        qrels = pl.read_parquet(path)
-        for column in ("query_id", "doc_id", "grade"):
-            if column not in qrels.columns:
-                raise InputError("missing column", file=str(path), field=column)
-        return qrels.with_columns(pl.col("query_id").cast(pl.Utf8), pl.col("doc_id").cast(pl.Utf8))
+        return trec.read_qrels(path, self.qrels_format)
 
     def run_contract(self) -> dict[str, Any]:
         """The contract a run file is scored under: the reports', with today's judgments."""
@@ -280,9 +281,9 @@ class Sources:
 
     def resolve(self, ref: str) -> compare.Side:
         if Path(ref).is_file() or (Path(ref) / "run.parquet").is_file():
-            doc_run = read_run_file(ref)
+            doc_run = read_run_file(ref, self.run_format)
             contract = self.run_contract()
-            evaluation = score_run(doc_run, self.qrels, contract)
+            evaluation = compare.score_run(doc_run, self.qrels, contract)
             per_query = evaluation.per_query.with_columns(pl.col("query_id").cast(pl.Utf8))
             return compare.Side(ref, f"run file {ref} scored against {self.qrels_path}", contract, per_query, doc_run)
         current = self.current
@@ -417,7 +418,8 @@ def threshold_means(
     contract: dict[str, Any],
     thresholds: Sequence[int],
 ) -> dict[int, dict[str, float] | None] | None:
-    """Re-score every configuration's run at each relevance threshold; None if runs are missing.
+    """Re-score every configuration's run at each relevance threshold (:func:`compare.threshold_means`);
+    None if runs are missing.
 
     Only the queries the reports scored take part (the sealed holdout stays sealed), so the
     grade >= rel_threshold row reproduces the reported means."""
@@ -436,26 +438,13 @@ def threshold_means(
             file=sys.stderr,
         )
         return None
-    qrels = sources.qrels
-    usable = [t for t in thresholds if qrels.filter(pl.col("grade") >= t).height]
-    means: dict[int, dict[str, float] | None] = {t: ({} if t in usable else None) for t in thresholds}
+    doc_runs = {}
     for config_id in configs:
         warn_if_changed(sources.reports, config_id, found[config_id])
-        scored_ids = reports.per_query.filter(pl.col("config_id") == config_id)["query_id"].to_list()
-        doc_run = scoring.document_run(runs.read_run(found[config_id])[0], scored_ids)
-        scored_qrels = holdout.restrict(qrels, scored_ids)
-        for threshold in usable:
-            try:
-                evaluation = score_run(doc_run, scored_qrels, contract, [metric], rel_threshold=threshold)
-            except InputError as exc:
-                if "no query left to evaluate" not in str(exc):
-                    raise
-                means[threshold] = None  # this run shares no query with a relevant document
-                continue
-            by_config = means[threshold]
-            if by_config is not None:
-                by_config[config_id] = float(evaluation.mean[metric])
-    return means
+        scored_ids = reports.per_query.filter(pl.col("config_id") == config_id)["query_id"].cast(pl.Utf8).to_list()
+        doc_runs[config_id] = scoring.document_run(runs.read_run(found[config_id])[0], scored_ids)
+    scored_qrels = holdout.restrict(sources.qrels, reports.per_query["query_id"].cast(pl.Utf8).unique().to_list())
+    return compare.threshold_means(doc_runs, scored_qrels, contract, metric, thresholds)
 
 
 def parse_thresholds(text: str) -> list[int]:

@@ -8,6 +8,8 @@ Conventions, everywhere in this module:
 * The bootstrap resamples *queries* with replacement (never individual judgments), and every
   column of a matrix sees the same resampled query sets, so comparisons stay paired.
 * Every random function takes a ``seed``; the same inputs and seed give the same answer.
+* Verdicts come from one rule, :func:`decide`: the bootstrap p-value (Holm-adjusted over the
+  comparisons reported together) below alpha, read by the sign of the mean difference.
 * Edge cases return defined values instead of NaN: with fewer than two queries nothing can be
   said about variability, so intervals are ``(-inf, inf)`` and p-values 1; with zero variance
   the interval collapses onto the (constant) difference.
@@ -26,7 +28,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Literal
 
 import numpy as np
@@ -36,8 +38,14 @@ from releval.errors import InputError
 
 # Resample blocks hold at most this many (resample, query) cells: ~16 MiB per int64 block.
 MAX_BLOCK_ELEMENTS = 2**21
+# A slice of fewer queries than this gets its numbers but no verdict: a bootstrap over a
+# handful of queries cannot tell a difference from the luck of which queries were drawn.
+MIN_SLICE_QUERIES = 10
+NO_VERDICT = "too few queries"
+# Query counts beyond this are not a plan: the power answer says "more than" instead.
+MAX_QUERIES = 10**9
 
-Verdict = Literal["improvement", "regression", "inconclusive"]
+Verdict = Literal["improvement", "regression", "inconclusive", "too few queries"]
 
 
 # --------------------------------------------------------------------------- input checks
@@ -243,6 +251,52 @@ def holm(p_values) -> np.ndarray:
     return adjusted
 
 
+# --------------------------------------------------------------------------- the decision rule
+
+
+def alpha_of(confidence: float) -> float:
+    """The test level that goes with an interval's confidence (0.95 -> 0.05, not 0.050000000000000044)."""
+    return round(1.0 - _open_unit(confidence, "confidence"), 12)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The verdict on one comparison of a family, and the adjusted p-value it rests on."""
+
+    verdict: Verdict
+    adjusted_p_value: float | None  # Holm over the family; None when no verdict is given
+    family_size: int  # comparisons the adjustment ran over
+
+
+def decide(mean_differences, p_values, n_queries, alpha: float = 0.05, min_queries: int = 1) -> list[Decision]:
+    """releval's one decision rule, for a family of comparisons reported together.
+
+    A comparison on fewer than ``min_queries`` queries gets :data:`NO_VERDICT` and leaves the
+    family. The others' two-sided bootstrap p-values are Holm-adjusted over the family; an
+    adjusted p-value below ``alpha`` is an improvement or a regression by the sign of the mean
+    difference, anything else is inconclusive. A family of one is the plain test. Every verdict
+    releval prints (compare, compare --grid, gate, report.md) comes from here.
+    """
+    differences = np.asarray(mean_differences, dtype=np.float64)
+    p = np.asarray(p_values, dtype=np.float64)
+    counts = np.asarray(n_queries, dtype=np.int64)
+    if not differences.shape == p.shape == counts.shape or p.ndim != 1:
+        raise InputError("one mean difference, p-value and query count per comparison", field="p_values")
+    alpha = _open_unit(alpha, "alpha")
+    members = np.flatnonzero(counts >= min_queries)
+    adjusted = np.full(p.size, np.nan)
+    adjusted[members] = holm(p[members])
+    decisions = []
+    for k in range(p.size):
+        if counts[k] < min_queries:
+            decisions.append(Decision(NO_VERDICT, None, int(members.size)))
+            continue
+        significant = adjusted[k] < alpha and differences[k] != 0.0
+        word: Verdict = "inconclusive" if not significant else "improvement" if differences[k] > 0 else "regression"
+        decisions.append(Decision(word, float(adjusted[k]), int(members.size)))
+    return decisions
+
+
 # --------------------------------------------------------------------------- many configurations
 
 
@@ -387,6 +441,12 @@ def paired_t_power(sd: float, delta: float, n: int, alpha: float = 0.05) -> floa
     return float(upper + (lower if math.isfinite(lower) else 0.0))
 
 
+def _normal_queries(sd: float, delta: float, alpha: float, power: float) -> float:
+    """The normal approximation ``((z_{1-alpha/2} + z_power) * sd / delta)^2`` (unrounded)."""
+    z = stats.norm.ppf(1.0 - alpha / 2.0) + stats.norm.ppf(power)
+    return float((z * sd / delta) ** 2)
+
+
 def queries_needed(sd: float, delta: float, alpha: float = 0.05, power: float = 0.8) -> int:
     """Smallest number of queries (>= 2) giving the two-sided paired t-test the wanted power.
 
@@ -397,8 +457,11 @@ def queries_needed(sd: float, delta: float, alpha: float = 0.05, power: float = 
     delta = float(delta)
     if not (math.isfinite(delta) and delta != 0.0):
         raise InputError(f"must be a nonzero number, got {delta}", field="delta")
-    z = stats.norm.ppf(1.0 - alpha / 2.0) + stats.norm.ppf(power)
-    n = max(2, math.ceil((z * sd / delta) ** 2))
+    n = max(2, math.ceil(_normal_queries(sd, delta, alpha, power)))
+    if n > MAX_QUERIES:
+        raise InputError(
+            f"needs more than {MAX_QUERIES:,} queries: {abs(delta):g} is too small for sd {sd:g}", field="delta"
+        )
     while paired_t_power(sd, delta, n, alpha) < power:
         n += 1
     while n > 2 and paired_t_power(sd, delta, n - 1, alpha) >= power:
@@ -435,6 +498,86 @@ def power_answer(
         raise InputError("give delta or n", field="delta")
     smallest = minimum_detectable_difference(sd, n, alpha=alpha, power=power)
     return f"{smallest:.4g} is the smallest mean difference {n} queries resolve ({setting})"
+
+
+@dataclass(frozen=True)
+class PowerFigure:
+    """What would settle a comparison: `releval power` run on its own per-query differences."""
+
+    sd: float | None  # standard deviation of the per-query differences (n - 1); None below 2 queries
+    mean_difference: float
+    n_queries: int
+    alpha: float
+    power: float
+    queries_needed: int | None  # to detect a true difference of the observed size; None: see the next two
+    resolvable: float | None  # smallest true difference these n queries detect; None: no spread
+    beyond_max: bool = False  # the observed difference needs more than MAX_QUERIES queries
+
+    def command(self) -> str | None:
+        """The `releval power` call that gives :attr:`queries_needed`."""
+        if self.queries_needed is None or self.sd is None:
+            return None
+        return f"releval power --sd {self.sd:.4g} --delta {abs(self.mean_difference):.4g}"
+
+    def sentence(self) -> str:
+        """One sentence a reader can act on (alpha and power as set)."""
+        if self.sd is None:
+            return f"{self.n_queries} quer{'y' if self.n_queries == 1 else 'ies'}: no spread to plan from"
+        head = f"SD of per-query differences {self.sd:.4f}"
+        if self.sd == 0.0:
+            return f"{head}: every query moves by the same amount, nothing more to settle"
+        if self.beyond_max:
+            needed = (
+                f"more than {MAX_QUERIES:,} queries would be needed to detect a true difference of the observed "
+                f"size {abs(self.mean_difference):.2g}"
+            )
+        elif self.queries_needed is None:
+            needed = "no observed difference to detect"
+        else:
+            needed = (
+                f"{self.queries_needed} queries would detect a true difference of the observed size "
+                f"{abs(self.mean_difference):.4f} with {self.power:.0%} power at alpha {self.alpha:g} "
+                f"(`{self.command()}`)"
+            )
+        return f"{head}; {needed}; these {self.n_queries} queries resolve {self.resolvable:.4f}"
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "command": self.command()}
+
+
+def power_figure(
+    sd: float, mean_difference: float, n_queries: int, alpha: float = 0.05, power: float = 0.8
+) -> PowerFigure:
+    """:func:`queries_needed` for the observed mean difference and :func:`minimum_detectable_difference`
+    for the observed number of queries, both at the observed SD of the per-query differences
+    (:func:`difference_sd`; NaN below two queries)."""
+    alpha, power = _open_unit(alpha, "alpha"), _open_unit(power, "power")
+    n, delta = int(n_queries), float(mean_difference)
+    if n < 2 or not math.isfinite(sd):
+        return PowerFigure(None, delta, n, alpha, power, None, None)
+    if sd == 0.0:
+        return PowerFigure(0.0, delta, n, alpha, power, None, None)
+    resolvable = minimum_detectable_difference(sd, n, alpha, power)
+    if delta != 0.0 and _normal_queries(sd, delta, alpha, power) > MAX_QUERIES:
+        return PowerFigure(sd, delta, n, alpha, power, None, resolvable, beyond_max=True)
+    needed = queries_needed(sd, delta, alpha, power) if delta != 0.0 else None
+    return PowerFigure(sd, delta, n, alpha, power, needed, resolvable)
+
+
+def difference_sd(baseline, candidate) -> float:
+    """Standard deviation (n - 1) of the per-query differences ``candidate - baseline``.
+
+    NaN below two queries; 0 for differences constant up to the rounding of the subtraction
+    (the criterion :func:`paired_t_interval` uses).
+    """
+    base, cand = _paired(baseline, candidate)
+    differences = cand - base
+    if differences.size < 2:
+        return math.nan
+    rounding = 4 * np.finfo(np.float64).eps * max(np.max(np.abs(base)), np.max(np.abs(cand)))
+    if np.ptp(differences) <= rounding:
+        return 0.0
+    return float(np.std(differences, ddof=1))
 
 
 # --------------------------------------------------------------------------- one comparison
@@ -475,6 +618,18 @@ class Comparison:
     verdict: Verdict
     n_resamples: int
     seed: int
+    difference_sd: float  # SD of the per-query differences (n - 1); NaN below 2 queries
+    adjusted_p_value: float | None  # bootstrap p-value, Holm-adjusted over the family; None: no verdict
+    family_size: int  # comparisons reported together with this one (1: on its own)
+
+    def decided(self, decision: Decision) -> Comparison:
+        """This comparison with the verdict of :func:`decide` over the family it is reported in."""
+        return replace(
+            self,
+            verdict=decision.verdict,
+            adjusted_p_value=decision.adjusted_p_value,
+            family_size=decision.family_size,
+        )
 
     def to_dict(self) -> dict:
         """A JSON-safe dict: tuples become lists, infinite interval ends become None."""
@@ -491,13 +646,18 @@ class Comparison:
         return clean(asdict(self))
 
 
-def verdict(low: float, high: float) -> Verdict:
-    """Improvement when the whole interval is above 0, regression when below, else inconclusive."""
-    if low > 0.0:
-        return "improvement"
-    if high < 0.0:
-        return "regression"
-    return "inconclusive"
+def decide_family(comparisons: Sequence[Comparison], alpha: float = 0.05, min_queries: int = 1) -> list[Comparison]:
+    """The comparisons with the verdicts :func:`decide` gives them as one family."""
+    if not comparisons:
+        return []
+    decisions = decide(
+        [c.mean_difference for c in comparisons],
+        [c.bootstrap_p_value for c in comparisons],
+        [c.n_queries for c in comparisons],
+        alpha,
+        min_queries,
+    )
+    return [c.decided(d) for c, d in zip(comparisons, decisions)]
 
 
 def _extreme_change(differences: np.ndarray, mask: np.ndarray, pick, query_ids, base, cand):
@@ -515,11 +675,14 @@ def compare_paired(
     confidence: float = 0.95,
     seed: int = 0,
     tol: float = 0.0,
+    min_queries: int = 1,
 ) -> Comparison:
     """Paired comparison of ``candidate`` against ``baseline`` over the same queries.
 
-    The verdict follows the bootstrap interval. ``tol`` is the margin within which a query
-    counts as a tie (for W/L/T, the sign test and the extreme queries).
+    The verdict is :func:`decide` on this comparison alone at alpha ``1 - confidence`` (no
+    verdict below ``min_queries``); :meth:`Comparison.decided` replaces it when the comparison is
+    reported in a family. ``tol`` is the margin within which a query counts as a tie (for W/L/T,
+    the sign test and the extreme queries).
     """
     base, cand = _paired(baseline, candidate)
     query_ids = [str(query_id) for query_id in query_ids]
@@ -529,11 +692,13 @@ def compare_paired(
     low, high, p_boot = _bootstrap_summary(differences[:, None], n_resamples, confidence, seed)
     t_low, t_high, t_p = paired_t_interval(base, cand, confidence)
     wins, losses, ties = win_loss_tie(base, cand, tol)
+    mean_difference = float(differences.mean())
+    decision = decide([mean_difference], p_boot, [base.size], alpha_of(confidence), min_queries)[0]
     return Comparison(
         n_queries=int(base.size),
         baseline_mean=float(base.mean()),
         candidate_mean=float(cand.mean()),
-        mean_difference=float(differences.mean()),
+        mean_difference=mean_difference,
         confidence=float(confidence),
         bootstrap_ci=(float(low[0]), float(high[0])),
         bootstrap_p_value=float(p_boot[0]),
@@ -545,7 +710,10 @@ def compare_paired(
         sign_test_p_value=sign_test(wins, losses),
         worst_regression=_extreme_change(differences, differences < -tol, np.nanargmin, query_ids, base, cand),
         best_improvement=_extreme_change(differences, differences > tol, np.nanargmax, query_ids, base, cand),
-        verdict=verdict(float(low[0]), float(high[0])),
+        verdict=decision.verdict,
         n_resamples=int(n_resamples),
         seed=seed,
+        difference_sd=difference_sd(base, cand),
+        adjusted_p_value=decision.adjusted_p_value,
+        family_size=decision.family_size,
     )

@@ -18,7 +18,7 @@ import polars as pl
 from releval import paths
 from releval.config import section
 from releval.errors import InputError
-from releval.measurement import compare, holdout, scoring
+from releval.measurement import compare, holdout, scoring, stats
 from releval.provenance import card as cards
 from releval.reporting import card_inputs, plots
 from releval.reporting.markdown import format_cell, table_quality_metrics
@@ -145,13 +145,11 @@ def build_report(
     primary = contract.get("primary") or contract["metrics"][0]
     order = list(configs)
     baseline = baseline_config(params, order)
+    doc_runs = document_runs(lineage, order, scored_ids)
+    scored_qrels = holdout.restrict(inputs.qrels, scored_ids)
     tables = {
         "ndcg_ci": plots.interval_table(inputs.per_query, primary, order, resamples, seed),
-        "recall_curve": plots.recall_curve_table(
-            document_runs(lineage, order, scored_ids),
-            holdout.restrict(inputs.qrels, scored_ids),
-            scoring.contract_from_record(contract),
-        ),
+        "recall_curve": plots.recall_curve_table(doc_runs, scored_qrels, scoring.contract_from_record(contract)),
         "quality_cost": plots.quality_cost_table(configs, primary),
         "difference_hist": plots.difference_table(inputs.per_query, baseline, primary, order),
     }
@@ -171,6 +169,7 @@ def build_report(
         resamples=resamples,
         seed=seed,
         worst=worst,
+        threshold_means=compare.threshold_means(doc_runs, scored_qrels, contract, primary) if len(order) > 1 else None,
     )
     page = plots.html_page(
         plots.read_template(template),
@@ -267,9 +266,12 @@ def report_markdown(
     resamples: int,
     seed: int,
     worst: int,
+    threshold_means: Mapping[int, Mapping[str, float] | None] | None = None,
 ) -> str:
-    """report.md: the grid with intervals, comparisons against the baseline, slices, the worst
-    queries, the card and the warnings."""
+    """report.md: a conclusion, the grid with intervals, comparisons against the baseline (one
+    verdict each: the grid's Holm-adjusted one), slices, the worst queries, the card and the
+    warnings. ``threshold_means`` (:func:`compare.threshold_means`) adds the winner at each
+    relevance threshold."""
     ci = {row["config_id"]: row for row in intervals}
     quality = table_quality_metrics(contract["metrics"])
     coverage = [m for m in contract["metrics"] if m.startswith("judged@")]
@@ -283,8 +285,22 @@ def report_markdown(
         "p95 ms",
         "truncated",
     ]
+    grid = None
+    if len(configs) > 1:
+        grid = compare.compare_grid(
+            per_query,
+            baseline,
+            primary,
+            list(configs),
+            resamples,
+            seed,
+            threshold_means=threshold_means,
+            contract=contract,
+        )
     lines = [
         f"# releval report: {card['dataset']}",
+        "",
+        *conclusion_markdown(grid, configs, primary),
         "",
         f"Card `{card['card_id']}`; judgments {card['judgments']['version']}; "
         f"{card['queries']['count']} queries scored (split {card['queries']['split']}); "
@@ -313,14 +329,11 @@ def report_markdown(
 
     lines += [f"## Against the baseline `{baseline}`", ""]
     secondary = [m for m in compare.DEFAULT_SECONDARY if m in per_query.columns]
-    if len(configs) > 1:
-        grid = compare.compare_grid(per_query, baseline, primary, list(configs), resamples, seed, contract=contract)
+    if grid is not None:
         lines += ["```", compare.render_grid(grid), "```", ""]
         base_side = _side(per_query, contract, baseline)
-        for cid in configs:
-            if cid == baseline:
-                continue
-            pair = compare.compare_sides(
+        pairs = {
+            cid: compare.compare_sides(
                 base_side,
                 _side(per_query, contract, cid),
                 primary,
@@ -329,7 +342,17 @@ def report_markdown(
                 n_resamples=resamples,
                 seed=seed,
             )
-            lines += ["```", compare.render_pair(pair), "```", ""]
+            for cid in configs
+            if cid != baseline
+        }
+        lines += [
+            f"Each block's {primary} verdict is the grid's: Holm-adjusted over the {len(grid.rows)} "
+            f"comparisons with `{baseline}`. Secondary metrics and slices are adjusted within their block; "
+            f"a slice of fewer than {stats.MIN_SLICE_QUERIES} queries gets no verdict.",
+            "",
+        ]
+        for pair in compare.adopt_grid_verdicts(pairs, grid).values():
+            lines += ["```", compare.render_pair(pair, family="configurations"), "```", ""]
     else:
         lines += ["Only one configuration was scored; nothing to compare.", ""]
 
@@ -386,6 +409,40 @@ def report_markdown(
             f"({len(card['code']['dirty_paths'])} path(s)); commit before reporting these numbers"
         )
     return "\n".join(lines) + "\n"
+
+
+def conclusion_markdown(grid: compare.GridReport | None, configs: Mapping[str, Any], primary: str) -> list[str]:
+    """report.md's opening: the best configuration, those indistinguishable from it, how often
+    it wins under query resampling, what would settle it, and whether the relevance threshold
+    changes the winner."""
+    if grid is None:
+        (only,) = configs
+        value = configs[only][primary]
+        return [f"**Conclusion:** one configuration was scored, `{only}` ({primary} {value:.4f}); nothing to compare."]
+    best = grid.best
+    means = {grid.baseline: grid.baseline_mean, **{row.config_id: row.mean for row in grid.rows}}
+    others = [f"`{name}`" for name in best.indistinguishable[1:]]
+    lines = [
+        f"**Conclusion** ({primary}, {grid.n_queries} queries, paired bootstrap, Holm, alpha {best.alpha:g}):",
+        "",
+        f"- Best: `{best.best}` ({means[best.best]:.4f}).",
+        "- Indistinguishable from it: "
+        + (
+            f"{len(others)} of the {len(means) - 1} others: {', '.join(others)}."
+            if others
+            else "none; every other configuration is significantly worse."
+        ),
+    ]
+    wins = sorted(grid.winner_frequencies.items(), key=lambda kv: (-kv[1], kv[0]))
+    top = [f"`{name}` {share:.1%}" for name, share in wins[:3] if share > 0]
+    lines.append(
+        f"- Highest mean in {grid.winner_frequencies.get(best.best, 0.0):.1%} of query resamples"
+        + (f" (most often: {', '.join(top)})." if len(top) > 1 else ".")
+    )
+    lines.append(f"- To settle it: {compare.settle_sentence(grid, lambda name: f'`{name}`')}.")
+    if grid.thresholds is not None:
+        lines.append(f"- Winner by relevance threshold: {compare.threshold_sentence(grid.thresholds)}.")
+    return lines
 
 
 def intro_html(card: Mapping[str, Any], ranked: Sequence[Any], primary: str) -> str:
