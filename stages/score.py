@@ -1,9 +1,11 @@
 """DVC stage `score`: every run → document level → metrics under one declared contract.
 
-Writes reports/metrics.json (per configuration, quality and operational figures, with the
-contract beside them), reports/quality.json (the DVC metrics file: the primary metric and its
-coverage per configuration), reports/per_query.parquet, reports/grid.md, and a TREC
-run file per configuration under data/work/trec/.
+Writes reports/metrics.json (per configuration, quality and cost figures, with the contract
+beside them), reports/quality.json (the DVC metrics file: the primary metric and its coverage
+per configuration), reports/ops.json and ops.md (machine figures: throughput, latency, memory,
+with the machine they were measured on; a DVC metrics file of their own),
+reports/per_query.parquet, reports/grid.md, and a TREC run file per configuration under
+data/work/trec/.
 
 Holdout queries are sealed: the runs and judgments DVC makes hold dev queries only, and the
 TREC files and per-query table hold only what was scored. `releval holdout` opens the holdout
@@ -21,7 +23,8 @@ import polars as pl
 from releval import io, paths
 from releval.config import load_params, section
 from releval.inputs.trec import write_trec_run
-from releval.measurement import holdout, scoring
+from releval.measurement import holdout, operations, scoring
+from releval.measurement.operations import describe_machine
 from releval.measurement.metrics import contract_from_params
 from releval.reporting.markdown import grid_markdown, table_quality_metrics
 from releval.retrieval import runs
@@ -82,6 +85,9 @@ def main() -> None:
     reports = Path(args.reports)
     io.write_json(paths.rebase(paths.METRICS, paths.REPORTS, reports), document)
     io.write_json(paths.rebase(paths.QUALITY, paths.REPORTS, reports), scoring.headline_document(document))
+    machine = operations.ops_document({cid: r["machine_ops"] for cid, r in results.items()}, describe_machine())
+    io.write_json(paths.rebase(paths.OPS, paths.REPORTS, reports), machine)
+    io.write_text(paths.rebase(paths.OPS_MD, paths.REPORTS, reports), operations.ops_markdown(machine))
     io.write_json(paths.rebase(paths.LINEAGE, paths.REPORTS, reports), scoring.lineage_document(results))
     io.write_parquet(paths.rebase(paths.PER_QUERY, paths.REPORTS, reports), scoring.per_query_table(per_query))
     grid = grid_markdown(results, document["contract"], table_quality_metrics(metrics), metric_cfg["primary"])

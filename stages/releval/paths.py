@@ -33,7 +33,9 @@ RERANKED_RUNS = f"{RUNS}/rerank"
 
 REPORTS = "reports"
 METRICS = f"{REPORTS}/metrics.json"
-QUALITY = f"{REPORTS}/quality.json"  # the DVC metrics file
+QUALITY = f"{REPORTS}/quality.json"  # the DVC metrics file of quality
+OPS = f"{REPORTS}/ops.json"  # the DVC metrics file of machine figures
+OPS_MD = f"{REPORTS}/ops.md"
 PER_QUERY = f"{REPORTS}/per_query.parquet"
 LINEAGE = f"{REPORTS}/lineage.json"
 GRID = f"{REPORTS}/grid.md"

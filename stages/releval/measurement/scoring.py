@@ -19,6 +19,7 @@ import polars as pl
 from releval import io
 from releval.measurement import holdout
 from releval.retrieval import runs
+from releval.measurement import operations
 from releval.measurement.metrics import FIXED_TERMS, Contract, Evaluation, evaluate
 
 JUDGED_WARNING = 0.5  # judged@k below this: the number leans on unjudged documents counted as 0
@@ -150,11 +151,12 @@ def score_run(run_dir: Path, scored: ScoredQueries, metrics: Sequence[str], cont
 def config_result(
     run_dir: Path, meta: Mapping[str, Any], evaluation: Evaluation, metrics: Sequence[str]
 ) -> dict[str, Any]:
-    """One scored configuration: its means, counts, ops and slices, its lineage and its warnings."""
+    """One scored configuration: its means, counts, cost and machine figures, slices, lineage and warnings."""
     return {
         "mean": evaluation.mean,
         "counts": evaluation.counts,
-        "ops": meta["ops"],
+        "ops": operations.cost_figures(meta["ops"]),
+        "machine_ops": operations.machine_figures(meta["ops"]),
         "slices": evaluation.slices or {},
         "models": meta["models"],
         "inputs": meta["inputs"],

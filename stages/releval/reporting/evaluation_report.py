@@ -280,9 +280,7 @@ def report_markdown(
         f"{primary} [95% CI]",
         *[m for m in quality if m != primary],
         *coverage,
-        "chunks/s",
         "index MB",
-        "p95 ms",
         "truncated",
     ]
     grid = None
@@ -319,13 +317,16 @@ def report_markdown(
             f"{row[primary]:.4f} [{format_cell(interval.get('low'))}, {format_cell(interval.get('high'))}]",
             *[format_cell(row.get(m)) for m in quality if m != primary],
             *[format_cell(row.get(m), "{:.2f}") for m in coverage],
-            format_cell(ops.get("chunks_per_s"), "{:.1f}"),
             format_cell(None if ops.get("index_bytes") is None else ops["index_bytes"] / 1e6, "{:.2f}"),
-            format_cell(ops.get("latency_ms_p95"), "{:.1f}"),
             format_cell(ops.get("truncation_rate"), "{:.1%}"),
         ]
         lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", f"Intervals: percentile bootstrap over queries, {resamples} resamples, seed {seed}.", ""]
+    lines += [
+        "",
+        f"Intervals: percentile bootstrap over queries, {resamples} resamples, seed {seed}. "
+        f"Throughput, latency and memory depend on the machine: {paths.OPS_MD}.",
+        "",
+    ]
 
     lines += [f"## Against the baseline `{baseline}`", ""]
     secondary = [m for m in compare.DEFAULT_SECONDARY if m in per_query.columns]

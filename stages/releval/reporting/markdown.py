@@ -5,13 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+# Cost figures only: throughput, latency and memory depend on the machine (reports/ops.md).
 GRID_OPS = [
-    ("chunks_per_s", "chunks/s", "{:.1f}"),
     ("dimension", "dim", "{:d}"),
     ("index_bytes", "index MB", None),
-    ("peak_rss_bytes", "peak MB", None),
-    ("latency_ms_p50", "p50 ms", "{:.1f}"),
-    ("latency_ms_p95", "p95 ms", "{:.1f}"),
     ("truncation_rate", "chunks cut", "{:.1%}"),
     ("truncated_token_share", "tokens lost", "{:.1%}"),
 ]

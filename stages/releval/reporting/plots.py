@@ -132,8 +132,6 @@ def quality_cost_table(configs: Mapping[str, Mapping[str, Any]], metric: str) ->
                 "metric": metric,
                 "quality": float(row[metric]),
                 "index_mb": None if index_bytes is None else round(index_bytes / 1e6, 6),
-                "chunks_per_s": _finite(ops.get("chunks_per_s")),
-                "latency_ms_p95": _finite(ops.get("latency_ms_p95")),
             }
         )
     return rows
@@ -234,7 +232,8 @@ def vega_specs(tables: Mapping[str, list[dict[str, Any]]], metric: str, baseline
             "$schema": VEGA_LITE_SCHEMA,
             "title": _title(f"{metric} against cost"),
             "data": {"values": values},
-            "hconcat": [panel("index_mb", "index size (MB)"), panel("chunks_per_s", "encoding throughput (chunks/s)")],
+            # Cost figures only: throughput and latency depend on the machine (reports/ops.json).
+            "hconcat": [panel("index_mb", "index size (MB)")],
         }
     if "difference_hist" in tables:
         specs["difference_hist"] = {
@@ -464,12 +463,10 @@ def render_png(name: str, rows: list[dict[str, Any]], metric: str, baseline: str
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7, loc="lower right")
     elif name == "quality_cost":
-        figure = _figure(10, 4.2)
+        figure = _figure(6, 4.2)
         palette = _palette(sorted({r["config_id"] for r in rows}))
-        for i, (field, label) in enumerate(
-            (("index_mb", "index size (MB)"), ("chunks_per_s", "encoding throughput (chunks/s)"))
-        ):
-            ax = figure.add_subplot(1, 2, i + 1)
+        for i, (field, label) in enumerate((("index_mb", "index size (MB)"),)):
+            ax = figure.add_subplot(1, 1, i + 1)
             for row in rows:
                 if row.get(field) is None:
                     continue

@@ -9,9 +9,11 @@ and its operational figures.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -157,16 +159,38 @@ def peak_rss_bytes() -> int:
     return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
 
 
-LATENCY_SAMPLE = 100  # queries timed one at a time, as a live system would receive them
+# How per-query latency is measured: the first `queries` queries one at a time, as a live system
+# receives them, after `warmup` untimed ones, with torch pinned to `threads` threads (the number
+# of threads changes a single query's time far more than the model does on a shared machine).
+LATENCY_PROTOCOL = {"queries": 100, "warmup": 5, "threads": 1}
+
+
+@contextlib.contextmanager
+def pinned_torch_threads(threads: int) -> Iterator[None]:
+    """torch limited to ``threads`` threads inside the block (nothing to do when torch is not loaded)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def per_query_latency(answer_one: Callable[[str], object], texts: Sequence[str]) -> dict[str, float]:
-    """p50/p95 milliseconds of ``answer_one(text)`` over the first LATENCY_SAMPLE texts."""
+    """p50/p95 milliseconds of ``answer_one(text)`` under LATENCY_PROTOCOL."""
+    texts = list(texts)
     seconds = []
-    for text in list(texts)[:LATENCY_SAMPLE]:
-        start = time.perf_counter()
-        answer_one(text)
-        seconds.append(time.perf_counter() - start)
+    with pinned_torch_threads(LATENCY_PROTOCOL["threads"]):
+        for text in texts[: LATENCY_PROTOCOL["warmup"]]:
+            answer_one(text)
+        for text in texts[: LATENCY_PROTOCOL["queries"]]:
+            start = time.perf_counter()
+            answer_one(text)
+            seconds.append(time.perf_counter() - start)
     return latency_summary(np.array(seconds))
 
 
