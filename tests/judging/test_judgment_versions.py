@@ -274,3 +274,21 @@ def test_compare_versions(tmp_path):
     # v1's ideal ranking: d2 (grade 2, gain 3), d1 (lower median of 3 and 1 = 1, gain 1); v2: d1 only
     assert report["old_idcg"].to_list() == pytest.approx([3.0, 3 + 1 * INV_LOG2_3])
     assert report["new_idcg"].to_list() == pytest.approx([1.0, 1.0])
+
+
+def test_beir_judgments_given_as_the_dataset_directory():
+    """The documented BEIR form: `path:` is the dataset directory; its qrels/test.tsv is read and hashed."""
+    from releval.inputs.corpus import read_corpus, read_queries
+    from support import TEST_DATA
+
+    root = TEST_DATA / "corpus" / "beir"
+    docs = read_corpus(root, "beir")
+    query_ids = read_queries(root, "beir")["query_id"]
+    active = jm.active_judgments({"format": "beir", "path": str(root), "version": "x"}, {}, docs, query_ids)
+    assert active.qrels.sort("query_id", "doc_id").rows() == [
+        ("q-1", "doc-a", 2),
+        ("q-1", "doc-c", 0),
+        ("q-2", "doc-b", 1),
+    ]
+    qrels_file = root / "qrels" / "test.tsv"
+    assert active.provenance["source_sha256"] == hashlib.sha256(qrels_file.read_bytes()).hexdigest()

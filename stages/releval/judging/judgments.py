@@ -54,7 +54,7 @@ import polars as pl
 
 from releval import io
 from releval.errors import InputError
-from releval.inputs.corpus import read_judgments
+from releval.inputs.corpus import judgments_file, read_judgments
 from releval.inputs.schemas import Record, check_references, raise_all, validate_judgment_records, validate_judgments
 from releval.measurement.metrics import GAINS, grade_gains
 from releval.tables import QRELS
@@ -681,7 +681,8 @@ def active_judgments(
     else:
         qrels = read_judgments(judgments["path"], judgments["format"])
         provenance = {
-            "source_sha256": io.sha256_file(judgments["path"]),
+            # A BEIR dataset directory is hashed by the qrels file read from it.
+            "source_sha256": io.sha256_file(judgments_file(judgments["path"], judgments["format"])),
             "scale": {str(k): v for k, v in judgments.get("scale", {}).items()},
         }
     doc_ids = docs["doc_id"]
