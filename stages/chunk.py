@@ -1,4 +1,9 @@
-"""DVC stage `chunk@<chunking>`: documents → token-window chunks with stable, offset-carrying ids."""
+"""DVC stage `chunk@<chunking>`: documents → token-window chunks with stable, offset-carrying ids.
+
+``tokens`` is a chunk's length as a model input: its content tokens plus the declared
+tokenizer's special tokens (2 for [CLS] … [SEP]), so a c256 chunk fits a model whose
+max_seq_length is 256. The stats record both numbers.
+"""
 
 import argparse
 import time
@@ -7,7 +12,7 @@ from pathlib import Path
 import polars as pl
 
 from releval import io, paths
-from releval.retrieval.chunking import chunk_documents, chunk_stats, load_tokenizer
+from releval.retrieval.chunking import chunk_documents, chunk_stats, content_tokens, load_tokenizer, special_tokens
 from releval.config import load_params, section
 from releval.errors import InputError
 from releval.retrieval.models import resolve_folder
@@ -29,17 +34,14 @@ def main() -> None:
             raise InputError(
                 "must be an integer number of tokens", file="params.yaml", field=f"chunkings.{args.chunking}.{key}"
             )
-    if cfg["tokens"] <= 0:
-        raise InputError(
-            "must be a positive number of tokens", file="params.yaml", field=f"chunkings.{args.chunking}.tokens"
-        )
-    if not 0 <= cfg["overlap"] < cfg["tokens"]:
-        raise InputError(
-            "must be >= 0 and smaller than tokens", file="params.yaml", field=f"chunkings.{args.chunking}.overlap"
-        )
     tokenizer_source = str(cfg["tokenizer"])
     tokenizer_path = resolve_folder(tokenizer_source) if ":" in tokenizer_source else Path(tokenizer_source)
     tokenizer = load_tokenizer(tokenizer_path)
+    try:
+        content = content_tokens(tokenizer, cfg["tokens"], cfg["overlap"])
+    except InputError as exc:
+        key = "tokens" if exc.field == "size" else "overlap"
+        raise InputError(exc.detail, file="params.yaml", field=f"chunkings.{args.chunking}.{key}") from None
     docs = pl.read_parquet(args.docs)
     start = time.perf_counter()
     chunks = chunk_documents(docs, tokenizer, int(cfg["tokens"]), int(cfg["overlap"]))
@@ -48,6 +50,8 @@ def main() -> None:
         {
             "chunking": args.chunking,
             "tokens": cfg["tokens"],
+            "content_tokens": content,
+            "special_tokens": special_tokens(tokenizer),
             "overlap": cfg["overlap"],
             "tokenizer": tokenizer_source,
             "wall_s": round(time.perf_counter() - start, 3),
@@ -56,7 +60,10 @@ def main() -> None:
     out_dir = Path(args.out_dir)
     io.write_parquet(out_dir / f"{args.chunking}.parquet", chunks)
     io.write_json(out_dir / f"{args.chunking}.json", stats)
-    print(f"chunk {args.chunking}: {chunks.height} chunks from {docs.height} documents")
+    print(
+        f"chunk {args.chunking}: {chunks.height} chunks of up to {content} content tokens "
+        f"(+{cfg['tokens'] - content} special) from {docs.height} documents"
+    )
 
 
 if __name__ == "__main__":

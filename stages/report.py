@@ -23,7 +23,7 @@ from releval import io, paths
 from releval.config import load_params
 from releval.reporting import plots
 from releval.reporting.evaluation_report import build_report, read_inputs
-from releval.stage import entry, warn
+from releval.stage import entry
 
 
 def main() -> None:
@@ -48,11 +48,10 @@ def main() -> None:
     io.write_json(paths.rebase(paths.OBSERVATIONS, paths.REPORTS, reports), report.observations)
     io.write_text(paths.rebase(paths.REPORT_MD, paths.REPORTS, reports), report.markdown)
     io.write_text(paths.rebase(paths.REPORT_HTML, paths.REPORTS, reports), report.page)
-    for message in report.warnings:
-        warn(message)
+    # The score and encode stages already warned about these; report.md lists them.
     print(
         f"report: card {report.card['card_id']}, {len(report.observations['observations'])} observations, "
-        f"baseline {report.baseline}, {len(report.plot_tables)} plots"
+        f"baseline {report.baseline}, {len(report.plot_tables)} plots, {len(report.warnings)} warning(s) in report.md"
     )
 
 

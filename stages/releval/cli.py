@@ -14,6 +14,7 @@ import sys
 
 from releval import __version__
 from releval.errors import InputError
+from releval.stage import routed_warnings
 
 COMMANDS = {
     "params": "compose params.yaml from conf/ (Hydra), the step `dvc repro` does not do",
@@ -65,7 +66,8 @@ def main(argv: list[str] | None = None) -> int:
     module.configure(cmd)
     args = cmd.parse_args(argv[1:])
     try:
-        return int(module.run(args) or 0)
+        with routed_warnings():  # releval's warnings once each; third-party ones hidden unless -W is given
+            return int(module.run(args) or 0)
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

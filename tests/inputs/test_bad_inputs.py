@@ -26,6 +26,10 @@ test_corpus.py::test_non_utf8_line_is_named
     corpus jsonl Latin-1: ERR 'encoding' with byte offset
 test_corpus.py::test_non_utf8_folder_file_is_named
     folder .txt with 0xff: ERR 'encoding'
+test_corpus.py::test_every_bad_file_of_a_folder_corpus_is_reported
+    folder with a Latin-1 .txt, a UTF-16 .md and two files giving one doc_id: ERRS, every file named
+test_validate_cli.py::test_every_bad_file_of_a_folder_corpus_is_printed
+    the same through `releval validate` on a dataset with a corpus/ folder: every file printed, exit 1
 test_corpus.py::test_non_utf8_after_bom_keeps_line_numbers
     SMART, BOM then 0x80: ERR line 3, offset counts the BOM
 test_schemas.py::test_bom_crlf_and_bad_utf8
@@ -298,9 +302,9 @@ test_judgment_versions.py::test_a_new_version_needs_a_parent
 test_an_unknown_key_in_a_config_is_named [3]
     models.m 'normalise', retriever.index 'conectivity', retriever.bm25.tokenizer 'patern', read from a real
     params.yaml: ERR naming the key (no line)
-test_a_bad_chunk_length_stops_the_chunk_stage [5]
-    tokens 0, -256, "256", overlap = tokens, 'size' instead of 'tokens': EXIT2 "params.yaml: field
-    'chunkings.c0.tokens' ..."
+test_a_bad_chunk_length_stops_the_chunk_stage [7]
+    tokens 0, -256, "256", 2 (only the special tokens), overlap = tokens, overlap = tokens - 2 special tokens,
+    'size' instead of 'tokens': EXIT2 "params.yaml: field 'chunkings.c0.tokens' ..."
 test_a_bad_fusion_config_stops_the_fuse_stage [6]
     method borda, k 0, k -60, depth 0, normalization softmax, weights without bm25:
     EXIT2 naming 'params.yaml: field fusions.<name>.<key>'
@@ -328,8 +332,8 @@ test_models.py::test_manifest_detects_changed_weights
     ERR
 test_models.py::test_missing_manifest_says_to_run_the_stage
     ERR
-test_chunking.py::test_invalid_size_or_overlap [5]
-    size 0, -5; overlap -1, = size, > size: ERR
+test_chunking.py::test_invalid_size_or_overlap [7]
+    size 0, -5, 2 (only the special tokens); overlap -1, = size - 2 special tokens, = size, > size: ERR
 test_chunking.py::test_load_tokenizer_errors
     ERR
 test_chunking.py::test_windows_inside_one_character_are_an_error
@@ -348,11 +352,11 @@ test_score_cli.py::test_bad_options_exit_2 [5]
     unknown metric, ndcg@0, rel_threshold 0, contradictions: EXIT2
 
 --- Totals -------------------------------------------------------------------------------------------------------------
-This file: 45 test functions, 133 cases, all passing (8 bugs found by this catalogue were fixed).
-Other files: 99 test functions, 163 cases (test_corpus.py 44, test_trec.py 37, test_metrics.py 27, test_schemas.py 13,
-test_validate_cli.py 10, test_chunking.py 9, test_score_cli.py 8, test_models.py 7, test_pool.py 4,
+This file: 45 test functions, 135 cases, all passing (8 bugs found by this catalogue were fixed).
+Other files: 101 test functions, 167 cases (test_corpus.py 45, test_trec.py 37, test_metrics.py 27, test_schemas.py 13,
+test_validate_cli.py 11, test_chunking.py 11, test_score_cli.py 8, test_models.py 7, test_pool.py 4,
 test_judgment_versions.py 3, test_fusion_rerank.py 1).
-Catalogue: 144 test functions, 296 cases. Several existing cases check many
+Catalogue: 146 test functions, 302 cases. Several existing cases check many
 problems in one file (11 query problems, 12 judgment problems, 8 manifest problems).
 """
 
@@ -1291,10 +1295,20 @@ def test_an_unknown_key_in_a_config_is_named(tmp_path, monkeypatch, where, data,
 @pytest.mark.parametrize(
     "chunking, field, message",
     [
-        ({"tokens": 0, "overlap": 0}, "tokens", "must be a positive number of tokens"),
-        ({"tokens": -256, "overlap": 0}, "tokens", "must be a positive number of tokens"),
+        ({"tokens": 0, "overlap": 0}, "tokens", "must be a positive number of tokens, found 0"),
+        ({"tokens": -256, "overlap": 0}, "tokens", "must be a positive number of tokens, found -256"),
         ({"tokens": "256", "overlap": 0}, "tokens", "must be an integer number of tokens"),
-        ({"tokens": 64, "overlap": 64}, "overlap", "must be >= 0 and smaller than tokens"),
+        (
+            {"tokens": 64, "overlap": 64},
+            "overlap",
+            "must be smaller than size less the tokenizer's 2 special tokens (62), found 64",
+        ),
+        (  # [CLS] and [SEP] take 2 of the 64: an overlap of 62 leaves no stride
+            {"tokens": 64, "overlap": 62},
+            "overlap",
+            "must be smaller than size less the tokenizer's 2 special tokens (62), found 62",
+        ),
+        ({"tokens": 2, "overlap": 0}, "tokens", "must be more than the 2 special tokens the tokenizer adds, found 2"),
         ({"size": 256, "overlap": 32}, "tokens", "missing"),
     ],
 )

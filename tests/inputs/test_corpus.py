@@ -12,11 +12,13 @@ import pytest
 from releval.inputs.corpus import (
     CRANFIELD_GRADE_MAP,
     EmptyTextWarning,
+    corpus_format_of,
+    find_corpus_source,
     read_corpus,
     read_judgments,
     read_queries,
 )
-from releval.errors import InputError
+from releval.errors import InputError, InputErrors
 from releval.tables import DOCUMENTS, IMPORTED_QUERIES, QRELS, SMART_QUERIES
 
 from support import TEST_DATA
@@ -241,6 +243,31 @@ def test_non_utf8_line_is_named(tmp_path):
 def test_non_utf8_folder_file_is_named(tmp_path):
     path = write(tmp_path / "c", "x.txt", b"ok\nok\n\xff\n")
     raises_input_error(lambda: read_corpus(tmp_path / "c", "folder"), file=path, line=3, field="encoding")
+
+
+def test_every_bad_file_of_a_folder_corpus_is_reported(tmp_path):
+    """Not only the first: every unreadable file and every repeated id, each naming its file."""
+    root = tmp_path / "c"
+    latin1 = write(root, "a.txt", b"caf\xe9\n")
+    utf16 = write(root, "sub/b.md", "# T\n".encode("utf-16"))
+    write(root, "d.md", "fine")
+    repeated = write(root, "d.txt", "same id as d.md")
+    with pytest.raises(InputErrors) as info:
+        read_corpus(root, "folder")
+    found = [(e.file, e.line, e.field) for e in info.value.errors]
+    assert found == [(str(latin1), 1, "encoding"), (str(utf16), 1, "encoding"), (str(repeated), 1, "path")]
+    assert len(str(info.value).splitlines()) == 3
+
+
+def test_a_datasets_corpus_is_found_with_its_format(tmp_path):
+    assert find_corpus_source(tmp_path) is None
+    write(tmp_path / "corpus", "a.md", "x")
+    assert find_corpus_source(tmp_path) == (tmp_path / "corpus", "folder")
+    write(tmp_path / "corpus", "corpus.jsonl", "{}")
+    assert find_corpus_source(tmp_path) == (tmp_path / "corpus", "beir")
+    write(tmp_path, "corpus.jsonl.gz", b"")
+    assert find_corpus_source(tmp_path) == (tmp_path / "corpus.jsonl.gz", "jsonl")
+    assert corpus_format_of(Path("docs.parquet")) == "parquet" and corpus_format_of(Path("c.jsonl")) == "jsonl"
 
 
 def test_non_utf8_after_bom_keeps_line_numbers(tmp_path):

@@ -93,7 +93,8 @@ def test_a_clean_dataset(dataset, capsys):
     code, out, _ = validate(capsys, dataset)
     assert code == 0
     assert out == [
-        f"ok: dataset {dataset}: 2 queries (1 dev, 1 holdout), 3 documents, 2 judgment set(s): "
+        f"ok: dataset {dataset}: 2 queries (1 dev, 1 holdout), 3 documents in {dataset / 'corpus.jsonl.gz'}, "
+        "2 judgment set(s): "
         "judgment set v1: 3 judgments, 2 queries, 2 annotator(s); "
         "judgment set v2: 2 judgments, 2 queries, 2 annotator(s)"
     ]
@@ -271,3 +272,70 @@ def test_validating_the_embedded_corpus_as_corpus(dataset, capsys):
     code, out, _ = validate(capsys, loose, "--corpus", corpus, "--queries", queries)
     assert code == 1 and len(out) == 1 and "unknown document 'module:nope'" in out[0]
     assert os.path.exists(corpus)
+
+
+# --------------------------------------------------------------------------- folder corpora, grouped messages
+
+
+def folder_corpus(root: Path, ids=("d1", "d2", "d3")) -> Path:
+    """The dataset's documents as a folder of .md files (doc_id = file name without extension)."""
+    (root / "corpus.jsonl.gz").unlink(missing_ok=True)
+    for doc_id in ids:
+        path = root / "corpus" / f"{doc_id}.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"# {doc_id.upper()}\n\ntext of {doc_id}\n")
+    return root / "corpus"
+
+
+def test_a_folder_corpus_in_a_dataset_is_read_as_ingest_reads_it(dataset, capsys):
+    corpus = folder_corpus(dataset)
+    code, out, _ = validate(capsys, dataset)
+    assert code == 0 and f"3 documents in {corpus}," in out[0]
+    (corpus / "d3.md").unlink()  # judged by v2
+    code, out, _ = validate(capsys, dataset)
+    assert code == 1 and len(out) == 1 and "unknown document 'd3'" in out[0]
+    assert PROBLEM.match(out[0])["field"] == "doc_id"
+
+
+def test_the_corpus_params_yaml_names_is_the_one_checked(dataset, monkeypatch, capsys):
+    """A dataset whose corpus lives elsewhere is checked against the corpus the ingest stage reads."""
+    project = dataset.parent
+    docs = folder_corpus(project / "docs", ids=("d1", "d2"))
+    (dataset / "corpus.jsonl.gz").unlink()
+    params = {
+        "dataset": {
+            "corpus": {"path": str(docs.relative_to(project)), "format": "folder"},
+            "queries": {"path": "data/queries.jsonl", "format": "releval"},
+        }
+    }
+    (project / "params.yaml").write_text(json.dumps(params))
+    monkeypatch.chdir(project)
+    code, out, _ = validate(capsys, "data")
+    assert code == 1 and len(out) == 1 and "unknown document 'd3'" in out[0]
+    (project / "params.yaml").write_text(json.dumps({"dataset": {**params["dataset"], "queries": {"path": "x"}}}))
+    code, out, _ = validate(capsys, "data")  # that dataset is not this one: its corpus is not used
+    assert code == 0 and "no corpus (doc ids not checked; give --corpus)" in out[0]
+
+
+def test_every_bad_file_of_a_folder_corpus_is_printed(dataset, capsys):
+    corpus = folder_corpus(dataset)
+    (corpus / "d1.md").write_bytes(b"caf\xe9\n")
+    (corpus / "d2.md").write_bytes("# T\n".encode("utf-16"))
+    code, out, err = validate(capsys, dataset)
+    assert code == 1
+    assert [(Path(PROBLEM.match(line)["file"]).name, PROBLEM.match(line)["field"]) for line in out] == [
+        ("d1.md", "encoding"),
+        ("d2.md", "encoding"),
+    ]
+    code, out, _ = validate(capsys, dataset / "judgments" / "v1", "--corpus", corpus)  # format inferred: folder
+    assert code == 1 and len(out) == 2
+
+
+def test_a_repeated_message_is_one_line_with_its_count_and_first_lines(dataset, tmp_path, capsys):
+    filled = tmp_path / "filled.csv"
+    rows = [f"q1,sort,d{i},D,s,1," for i in range(1, 8)]
+    filled.write_text("query_id,query,doc_id,title,snippet,grade,annotator\n" + "\n".join(rows) + "\n")
+    code, out, err = validate(capsys, filled)
+    assert code == 1
+    assert out == [f"{filled}: field 'annotator': missing (7 rows: lines 2, 3, 4, 5, 6, …)"]
+    assert "7 problems" in err

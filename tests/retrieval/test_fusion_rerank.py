@@ -123,6 +123,30 @@ def test_dense_search_ann_matches_exact_on_small_data():
     assert single.shape == (1, 10)
 
 
+def test_dense_search_never_computes_on_the_slots_past_a_querys_hits():
+    """usearch leaves garbage (here a signaling NaN) in the slots past a query's count: they become -1 / -inf
+    without a numpy RuntimeWarning reaching the user."""
+
+    signaling_nan = np.array([0x7FA00000], dtype=np.uint32).view(np.float32)[0]  # casting it warns
+
+    class Matches:  # a BatchMatches with 2 of 3 hits for the second query
+        keys = np.array([[0, 1, 2], [1, 0, 7]], dtype=np.uint64)
+        distances = np.array([[0.1, 0.2, 0.3], [0.1, 0.4, signaling_nan]], dtype=np.float32)
+        counts = np.array([3, 2])
+
+    class Index:
+        def search(self, queries, k):
+            return Matches()
+
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        keys, scores = search(Index(), np.zeros((3, 2), np.float32), np.zeros((2, 2), np.float32), 3, IndexConfig())
+    assert keys.tolist() == [[0, 1, 2], [1, 0, -1]]
+    assert scores[1].tolist() == pytest.approx([0.9, 0.6, -math.inf])
+
+
 @pytest.mark.slow
 def test_crossencoder_rerank_mechanics(tmp_path):
     """No trained cross-encoder ships in any installable package, so this checks the loading and

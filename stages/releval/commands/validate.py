@@ -16,8 +16,13 @@ PATH is one of (recognised in this order):
 * a ``judgments.jsonl`` (with a ``manifest.yaml`` beside it: that set; alone: grades >= 0);
 * a queries file (``.jsonl``).
 
-Every problem is printed as ``FILE:LINE: field 'F': message``; exit 1 when there are any, else 0
-with a one-line summary. Nothing on disk is written or changed.
+Every problem is printed as ``FILE:LINE: field 'F': message``; one message repeated on many lines
+of a file is one line, ``FILE: field 'F': message (N rows: lines 3, 5, …)``. Exit 1 when there are
+any, else 0 with a one-line summary. A dataset's corpus is the one ``--corpus`` names, else the
+one the ingest stage reads (params.yaml's ``dataset.corpus``) when that dataset is PATH, else
+``corpus.jsonl[.gz]``, ``pydocs/corpus.jsonl.gz`` or a ``corpus/`` folder inside PATH; it is read
+exactly as the ingest stage reads it, and every unreadable file is reported. Nothing on disk is
+written or changed.
 """
 
 from __future__ import annotations
@@ -26,7 +31,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from releval.inputs.validation import validate_path
+from releval.inputs.validation import grouped_problems, validate_path
+from releval.stage import routed_warnings
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -36,9 +42,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--corpus", help="corpus file: judged doc_ids must exist in it (default: found in the dataset)")
     parser.add_argument(
         "--corpus-format",
-        default="jsonl",
         choices=("jsonl", "folder", "beir", "smart", "parquet"),
-        help="format of --corpus (default jsonl; .gz is decompressed)",
+        help="format of --corpus (default: folder for a directory, beir for one holding corpus.jsonl, "
+        "parquet for .parquet, else jsonl; .gz is decompressed)",
     )
     parser.add_argument(
         "--queries", help="queries.jsonl: judged query_ids must exist in it (default: the dataset's queries.jsonl)"
@@ -56,16 +62,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    problems, summary = validate_path(
-        Path(args.path),
-        corpus=args.corpus,
-        corpus_format=args.corpus_format,
-        queries=args.queries,
-        judgment_set=args.judgments,
-        annotator=args.annotator,
-    )
-    for problem in sorted(problems, key=lambda e: (e.file or "", e.line or 0)):
-        print(problem)
+    with routed_warnings():
+        problems, summary = validate_path(
+            Path(args.path),
+            corpus=args.corpus,
+            corpus_format=args.corpus_format,
+            queries=args.queries,
+            judgment_set=args.judgments,
+            annotator=args.annotator,
+        )
+    for line in grouped_problems(problems):
+        print(line)
     if problems:
         print(f"{len(problems)} problem{'s' if len(problems) != 1 else ''} in {args.path}", file=sys.stderr)
         return 1

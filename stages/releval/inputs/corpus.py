@@ -42,7 +42,8 @@ from typing import Callable, Iterator, Mapping
 
 import polars as pl
 
-from releval.errors import InputError
+from releval.errors import InputError, InputErrors
+from releval.stage import RelevalWarning
 from releval.tables import DOCUMENTS, IMPORTED_QUERIES, QRELS, SMART_QUERIES
 
 # Cleverdon's codes (cranqrel.readme) run the other way from releval grades: 1 "complete answer",
@@ -67,8 +68,8 @@ _ATX_HEADING = re.compile(r" {0,3}#{1,6}(?:\s+(.*?))?(?:\s+#+)?\s*")
 _CODE_FENCE = re.compile(r" {0,3}(```|~~~)")
 
 
-class EmptyTextWarning(UserWarning):
-    """Records with an empty text were kept (see the module docstring)."""
+class EmptyTextWarning(RelevalWarning):
+    """Records with an empty text were kept (see the module docstring); shown as a WARNING: line."""
 
 
 @dataclass(frozen=True)
@@ -205,16 +206,35 @@ def _require_records(records: list[_Record], source: Path, what: str, id_field: 
 
 
 def _require_unique(records: list[_Record], kind: str) -> None:
+    duplicates = _duplicates(records, kind)
+    if duplicates:
+        raise duplicates[0]
+
+
+def _duplicates(records: list[_Record], kind: str) -> list[InputError]:
+    """One error per record whose id an earlier record already has."""
     first_seen: dict[str, _Record] = {}
+    found = []
     for record in records:
         first = first_seen.setdefault(record.id, record)
         if first is not record:
-            raise InputError(
-                f"duplicate {kind} {record.id!r}; first at {first.file}:{first.line}",
-                file=record.file,
-                line=record.line,
-                field=record.id_field,
+            found.append(
+                InputError(
+                    f"duplicate {kind} {record.id!r}; first at {first.file}:{first.line}",
+                    file=record.file,
+                    line=record.line,
+                    field=record.id_field,
+                )
             )
+    return found
+
+
+def _raise_all(problems: list[InputError]) -> None:
+    """Raise the one problem, or all of them together (:class:`InputErrors`)."""
+    if len(problems) == 1:
+        raise problems[0]
+    if problems:
+        raise InputErrors(problems)
 
 
 def _warn_empty_texts(records: list[_Record], what: str) -> None:
@@ -410,13 +430,18 @@ def _folder_records(root: Path) -> list[_Record]:
     relative_paths = _folder_files(root)
     if not relative_paths:
         raise InputError(f"no {'/'.join(FOLDER_SUFFIXES)} files found", file=str(root), field="path")
-    records = []
-    for relative in relative_paths:
+    records, problems = [], []
+    for relative in relative_paths:  # every unreadable file is reported, not only the first
         path = root / relative
-        text = _read_text(path)
+        try:
+            text = _read_text(path)
+        except InputError as exc:
+            problems.append(exc)
+            continue
         title = _markdown_title(text) if path.suffix.lower() == ".md" else ""
         doc_id = re.sub(r"\s", "_", relative.rsplit(".", 1)[0])  # ids never hold whitespace (TREC)
         records.append(_Record(doc_id, title, text, str(path), 1, "path"))
+    _raise_all(problems + _duplicates(records, "doc_id"))
     return records
 
 
@@ -599,10 +624,33 @@ def dataset_root_of(set_dir: Path) -> Path | None:
     return set_dir.parent.parent if set_dir.parent.name == "judgments" else None
 
 
+CORPUS_FOLDER = "corpus"
+
+
 def find_corpus(root: Path | None) -> Path | None:
     if root is None:
         return None
     return next((root / name for name in CORPUS_CANDIDATES if (root / name).is_file()), None)
+
+
+def find_corpus_source(root: Path | None) -> tuple[Path, str] | None:
+    """A dataset directory's corpus and its format: a JSONL file (:data:`CORPUS_CANDIDATES`),
+    else a ``corpus/`` directory, read as ``beir`` when it holds corpus.jsonl, else as ``folder``."""
+    found = find_corpus(root)
+    if found is not None:
+        return found, "jsonl"
+    if root is not None and (root / CORPUS_FOLDER).is_dir():
+        return root / CORPUS_FOLDER, corpus_format_of(root / CORPUS_FOLDER)
+    return None
+
+
+def corpus_format_of(path: Path) -> str:
+    """The format a corpus path is read in when none is named: parquet, beir, folder or jsonl."""
+    if path.suffix.lower() == ".parquet":
+        return "parquet"
+    if path.is_dir():
+        return "beir" if (path / "corpus.jsonl").is_file() else "folder"
+    return "jsonl"
 
 
 def find_queries(root: Path | None) -> Path | None:
@@ -627,3 +675,8 @@ def read_docs(path: str | Path, fmt: str = "jsonl") -> pl.DataFrame:
             frame = frame.with_columns(pl.lit("").alias("title"))
         return frame.select(pl.col("doc_id").cast(pl.Utf8), pl.col("title").cast(pl.Utf8), pl.col("text").cast(pl.Utf8))
     return read_corpus(path, fmt).select("doc_id", "title", "text")
+
+
+def judgments_file(path: str | os.PathLike, fmt: str, *, split: str = "test") -> Path:
+    """The file :func:`read_judgments` reads for ``path`` (a BEIR dataset directory names its qrels file)."""
+    return _source({"beir": lambda p: _beir_qrels_file(p, split), "smart": _existing_file}, fmt, Path(path))

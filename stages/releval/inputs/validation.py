@@ -11,8 +11,16 @@ from pathlib import Path
 
 import polars as pl
 
+from releval.config import load_params
 from releval.errors import InputError, InputErrors
-from releval.inputs.corpus import QUERIES_NAME, dataset_root_of, find_corpus, find_queries, read_docs
+from releval.inputs.corpus import (
+    QUERIES_NAME,
+    corpus_format_of,
+    dataset_root_of,
+    find_corpus_source,
+    find_queries,
+    read_docs,
+)
 from releval.inputs.schemas import check_references, validate_judgment_records, validate_judgments, validate_queries
 from releval.judging import judgments as jmod
 from releval.judging.pool import read_filled_pool
@@ -29,13 +37,40 @@ def is_dataset_dir(path: Path) -> bool:
     return path.is_dir() and ((path / QUERIES_NAME).is_file() or (path / "judgments").is_dir())
 
 
+# --------------------------------------------------------------------------- reporting
+
+SHOWN_LINES = 5  # line numbers listed for a message repeated on many lines
+
+
+def grouped_problems(problems: list[InputError]) -> list[str]:
+    """The problems as printed lines, in file and line order; one message repeated in one file
+    (same field, same words) is one line with its count and first lines:
+    ``FILE: field 'annotator': missing (62 rows: lines 3, 5, 9, 12, 15, …)``."""
+    groups: dict[tuple[str, str, str], list[InputError]] = {}
+    for problem in sorted(problems, key=lambda e: (e.file or "", e.line or 0)):
+        groups.setdefault((problem.file or "", problem.field or "", problem.detail), []).append(problem)
+    lines = []
+    for (file, field, detail), members in groups.items():
+        if len(members) == 1:
+            lines.append(str(members[0]))
+            continue
+        where = InputError(detail, file=file or None, field=field or None)
+        numbers = [m.line for m in members if m.line is not None]
+        if numbers:
+            shown = ", ".join(str(n) for n in numbers[:SHOWN_LINES]) + (", …" if len(numbers) > SHOWN_LINES else "")
+            lines.append(f"{where} ({len(members)} rows: lines {shown})")
+        else:
+            lines.append(f"{where} ({len(members)} times)")
+    return lines
+
+
 # --------------------------------------------------------------------------- checks
 
 
 class _Context:
     """Queries and corpus, read once, with their own problems collected."""
 
-    def __init__(self, queries: Path | None, corpus: Path | None, corpus_format: str):
+    def __init__(self, queries: Path | None, corpus: Path | None, corpus_format: str | None):
         self.problems: list[InputError] = []
         self.notes: list[str] = []
         self.queries_path, self.corpus_path = queries, corpus
@@ -47,7 +82,7 @@ class _Context:
             self.queries = frame
         if corpus is not None:
             try:
-                self.docs = read_docs(corpus, corpus_format)
+                self.docs = read_docs(corpus, corpus_format or corpus_format_of(corpus))
             except InputErrors as exc:
                 self.problems += exc.errors
             except InputError as exc:
@@ -62,6 +97,41 @@ class _Context:
     @property
     def doc_lengths(self) -> dict[str, int] | None:
         return None if self.docs is None else jmod.doc_lengths(self.docs)
+
+
+def dataset_corpus(
+    root: Path | None, corpus: Path | None, corpus_format: str | None, params_path: Path = Path("params.yaml")
+) -> tuple[Path | None, str | None]:
+    """The corpus to check ids against, and its format: the one given, else the one the ingest
+    stage reads (params.yaml's ``dataset.corpus``) when that dataset lives in ``root``, else the
+    one found in ``root`` (:func:`~releval.inputs.corpus.find_corpus_source`)."""
+    if corpus is not None:
+        return corpus, corpus_format
+    if root is None:
+        return None, None
+    return configured_corpus(root, params_path) or find_corpus_source(root) or (None, None)
+
+
+def configured_corpus(root: Path, params_path: Path = Path("params.yaml")) -> tuple[Path, str] | None:
+    """params.yaml's ``dataset.corpus`` (path, format) when its corpus or queries lie in ``root``."""
+    try:
+        dataset = load_params(params_path).get("dataset")
+    except (InputError, OSError, ValueError):
+        return None
+    if not isinstance(dataset, dict):
+        return None
+    corpus = dataset.get("corpus") if isinstance(dataset.get("corpus"), dict) else {}
+    queries = dataset.get("queries") if isinstance(dataset.get("queries"), dict) else {}
+    if not corpus.get("path") or not corpus.get("format"):
+        return None
+    inside = [Path(str(p)) for p in (corpus.get("path"), queries.get("path")) if p]
+    if not any(_is_within(p, root) for p in inside):
+        return None
+    return Path(str(corpus["path"])), str(corpus["format"])
+
+
+def _is_within(path: Path, root: Path) -> bool:
+    return path.resolve().is_relative_to(root.resolve())
 
 
 def _check_set(directory: Path, context: _Context) -> tuple[jmod.JudgmentSet | None, list[InputError]]:
@@ -178,23 +248,26 @@ def validate_path(
     path: Path,
     *,
     corpus: str | None = None,
-    corpus_format: str = "jsonl",
+    corpus_format: str | None = None,
     queries: str | None = None,
     judgment_set: str | None = None,
     annotator: str | None = None,
 ) -> tuple[list[InputError], str]:
-    """Every problem under ``path`` and a one-line summary. Reads only; writes nothing."""
+    """Every problem under ``path`` and a one-line summary. Reads only; writes nothing.
+
+    ``corpus_format`` None: inferred from the corpus path (:func:`~releval.inputs.corpus.corpus_format_of`).
+    """
     corpus_path = Path(corpus) if corpus else None
     queries_path = Path(queries) if queries else None
     if not path.exists():
         return [InputError("no such file or directory", file=str(path), field="path")], ""
     if is_set_dir(path):
         root = dataset_root_of(path)
-        context = _Context(queries_path or find_queries(root), corpus_path or find_corpus(root), corpus_format)
+        context = _Context(queries_path or find_queries(root), *dataset_corpus(root, corpus_path, corpus_format))
         problems, summaries = validate_sets([path], context)
         return context.problems + problems, summaries[0] + _checked_against(context)
     if is_dataset_dir(path):
-        context = _Context(queries_path or find_queries(path), corpus_path or find_corpus(path), corpus_format)
+        context = _Context(queries_path or find_queries(path), *dataset_corpus(path, corpus_path, corpus_format))
         set_dirs = (
             sorted(p for p in (path / "judgments").iterdir() if is_set_dir(p)) if (path / "judgments").is_dir() else []
         )
@@ -204,7 +277,9 @@ def validate_path(
             splits = context.queries["split"].value_counts().sort("split").iter_rows()
             parts.append(f"{context.queries.height} queries ({', '.join(f'{n} {s}' for s, n in splits if s)})")
         if context.docs is not None:
-            parts.append(f"{context.docs.height} documents")
+            parts.append(f"{context.docs.height} documents in {context.corpus_path}")
+        elif context.corpus_path is None:
+            parts.append("no corpus (doc ids not checked; give --corpus)")
         parts.append(f"{len(set_dirs)} judgment set(s)" + (f": {'; '.join(summaries)}" if summaries else ""))
         return context.problems + problems, f"dataset {path}: " + ", ".join(parts)
     if path.is_dir():
@@ -219,7 +294,7 @@ def validate_path(
                 )
             ], ""
         root = path.resolve().parent if path.resolve().name == "judgments" else None
-        context = _Context(queries_path or find_queries(root), corpus_path or find_corpus(root), corpus_format)
+        context = _Context(queries_path or find_queries(root), *dataset_corpus(root, corpus_path, corpus_format))
         problems, summaries = validate_sets(set_dirs, context)
         return context.problems + problems, "; ".join(summaries) + _checked_against(context)
     context = _Context(queries_path, corpus_path, corpus_format)

@@ -108,6 +108,14 @@ def opens_holdout(split: str) -> bool:
     return split in ("holdout", "all")
 
 
+def read_queries_table(path: str | os.PathLike) -> pl.DataFrame:
+    """The queries stage's table (query_id, text, split, ...); missing means the pipeline has not run."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError("missing; run `dvc repro` (the queries stage writes it)", file=str(path))
+    return pl.read_parquet(path)
+
+
 def contract_split(queries: pl.DataFrame, split: str = "dev") -> str:
     """The contract's ``split`` term for a scoring run over ``split``.
 
@@ -151,12 +159,14 @@ def scoring_selection(
 ) -> tuple[pl.DataFrame, dict[str, Any]]:
     """For stages/score.py: the queries a run over ``split`` scores, and its contract terms.
 
-    Opening the holdout (``holdout`` or ``all``) appends an entry to the access log *before*
-    anything is scored, so an interrupted run is still on record. Terms: ``split``, ``queries``
-    (how many are scored) and ``holdout_queries_sealed`` (holdout queries left unscored).
+    Opening the holdout (``holdout`` or ``all`` over a query set with holdout queries) appends
+    an entry to the access log *before* anything is scored, so an interrupted run is still on
+    record; a query set without holdout queries has nothing to open and logs nothing. Terms:
+    ``split``, ``queries`` (how many are scored) and ``holdout_queries_sealed`` (holdout queries
+    left unscored).
     """
     scored = select_queries(queries, split, source=source)
-    opened = opens_holdout(split)
+    opened = opens_holdout(split) and split_counts(queries, source=source)["holdout"] > 0
     if opened and not already_logged(log_path, os.environ.get(OPENING_ENV)):
         append_opening(log_path, opening(configs, command, split=split, who=who))
     terms = {

@@ -110,18 +110,14 @@ def low_judged(mean: Mapping[str, Any], metrics: Iterable[str]) -> list[tuple[st
 
 
 def run_warnings(config_id: str, evaluation: Evaluation, metrics: Sequence[str], meta: Mapping[str, Any]) -> list[str]:
-    """What the score stage warns about one configuration: unjudged top documents, truncated chunks."""
-    found = [
+    """What the score stage warns about one configuration: unjudged top documents.
+
+    (Truncation is the encode stage's warning; grid.md shows it as columns.)
+    """
+    return [
         f"{config_id}: {metric} = {value:.2f}; most top documents are unjudged and count as non-relevant"
         for metric, value in low_judged(evaluation.mean, metrics)
     ]
-    rate = meta["ops"].get("truncation_rate")
-    if rate and meta["kind"] == "dense":  # fused and reranked runs inherit it; say it once
-        found.append(
-            f"{config_id}: {rate:.1%} of chunks were truncated at the model's max_seq_length, "
-            f"{meta['ops'].get('truncated_token_share', 0.0):.1%} of their tokens never encoded"
-        )
-    return found
 
 
 @dataclass(frozen=True)

@@ -1,22 +1,30 @@
 """Token-window chunking with character offsets that map every chunk back to its document.
 
-A document's text is tokenized once, without special tokens, by the declared tokenizer. Windows
-of ``size`` tokens start every ``size - overlap`` tokens; the last window may be shorter and is
-the first one that reaches the end (no window lies wholly inside the previous one). A chunk's
-text is exactly ``doc.text[start:end]``, from the first token's start offset to the last token's
-end offset, and its id ``f"{doc_id}#{start}-{end}"`` depends only on the document, the tokenizer
-and (size, overlap). Titles are not chunked: offsets refer to ``text`` alone.
+A chunking's ``size`` is what a chunk occupies as a model input: its content tokens plus the
+special tokens the declared tokenizer adds around one sequence ([CLS] … [SEP] for BERT
+tokenizers, so 2). A window holds ``size - specials`` content tokens, and a chunk of c256
+therefore fits a model whose max_seq_length is 256 exactly when the model tokenizes as the
+declared tokenizer does (every grid model shares one chunking; a model's own tokenizer and
+prompt are counted where it encodes, see :mod:`releval.retrieval.models`).
 
-A window may begin inside a word (a WordPiece ``##`` continuation); re-tokenizing such a chunk on
-its own can give a token or two more than ``n_tokens``, which counts tokens in document context.
+A document's text is tokenized once, without special tokens. Windows start every ``content -
+overlap`` tokens and keep the pre-tokenizer's words whole: a start or an end that would fall
+inside a word (before a WordPiece ``##`` piece) moves back to the word's first token, so a chunk
+tokenized alone gives the tokens it had in the document; only a word longer than a window is
+split. Without overlap the windows tile the document; the last window is the first one that
+reaches the end. Every chunk is then re-tokenized on its own, as a model reads it: ``n_tokens``
+is that count, and a window whose text alone needs more than its content tokens (a tokenizer
+whose pieces depend on context) is shortened until it fits. A chunk's text is exactly
+``doc.text[start:end]``, from the first token's start offset to the last token's end offset, and
+its id ``f"{doc_id}#{start}-{end}"`` depends only on the document, the tokenizer and (size,
+overlap). Titles are not chunked: offsets refer to ``text`` alone.
 """
 
 from __future__ import annotations
 
-import math
 import os
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import polars as pl
 from tokenizers import Encoding, Tokenizer
@@ -52,36 +60,103 @@ def load_tokenizer(path_or_dir: str | os.PathLike) -> Tokenizer:
 def chunk_documents(docs: pl.DataFrame, tokenizer: Tokenizer, size: int, overlap: int) -> pl.DataFrame:
     """Split ``docs`` (doc_id, text) into token windows; one row per chunk, in document order.
 
-    Columns (:data:`releval.tables.CHUNKS`): chunk_id, doc_id, start, end (character offsets
-    into the document's text), n_tokens, text. Documents whose text has no tokens give no chunk.
+    ``size``: tokens a chunk occupies as a model input, the tokenizer's special tokens included
+    (see the module docstring). Columns (:data:`releval.tables.CHUNKS`): chunk_id, doc_id,
+    start, end (character offsets into the document's text), n_tokens (content tokens of the
+    chunk's text tokenized alone), text. Documents whose text has no tokens give no chunk.
     """
-    stride = _stride(size, overlap)
+    content = content_tokens(tokenizer, size, overlap)
+    stride = content - overlap
     tokenizer = _without_truncation(tokenizer)
     columns: dict[str, list] = {name: [] for name in CHUNKS.columns}
     for doc_ids, texts in _batches(docs, ENCODE_BATCH_CHARS):
         encodings = tokenizer.encode_batch(texts, add_special_tokens=False)
-        for doc_id, text, encoding in zip(doc_ids, texts, encodings):
-            for first, last in token_windows(len(encoding), size, stride):
-                start, end = _char_span(encoding, first, last)
+        spans = [_spans(encoding, content, stride) for encoding in encodings]
+        own = iter(_own_token_counts(tokenizer, [text[s:e] for text, doc in zip(texts, spans) for s, e in doc]))
+        counts = [[next(own) for _ in doc] for doc in spans]
+        for index, (text, encoding) in enumerate(zip(texts, encodings)):
+            if any(count > content for count in counts[index]):  # rare: pieces that depend on context
+                spans[index] = _fitted_spans(tokenizer, text, encoding, content, stride)
+                counts[index] = _own_token_counts(tokenizer, [text[s:e] for s, e in spans[index]])
+        for doc_id, text, doc_spans, doc_counts in zip(doc_ids, texts, spans, counts):
+            for (start, end), count in zip(doc_spans, doc_counts):
                 columns["chunk_id"].append(f"{doc_id}#{start}-{end}")
                 columns["doc_id"].append(doc_id)
                 columns["start"].append(start)
                 columns["end"].append(end)
-                columns["n_tokens"].append(last - first)
+                columns["n_tokens"].append(count)
                 columns["text"].append(text[start:end])
     chunks = pl.DataFrame(columns, schema=CHUNKS.schema)
     _require_unique_ids(chunks, size)
     return chunks
 
 
-def token_windows(n_tokens: int, size: int, stride: int) -> Iterator[tuple[int, int]]:
-    """Half-open token ranges ``[first, last)``: every ``stride`` tokens, until one reaches the end."""
+def special_tokens(tokenizer: Tokenizer) -> int:
+    """How many special tokens the tokenizer adds around one sequence ([CLS] … [SEP]: 2)."""
+    processor = tokenizer.post_processor
+    return 0 if processor is None else processor.num_special_tokens_to_add(False)
+
+
+def content_tokens(tokenizer: Tokenizer, size: int, overlap: int) -> int:
+    """Content tokens of a ``size``-token window: ``size`` less the tokenizer's special tokens.
+
+    Errors name the field (``size`` or ``overlap``) of a window that cannot hold content
+    or whose overlap leaves no stride.
+    """
+    if size <= 0:
+        raise InputError(f"must be a positive number of tokens, found {size}", field="size")
+    if overlap < 0:
+        raise InputError(f"must be zero or more tokens, found {overlap}", field="overlap")
+    specials = special_tokens(tokenizer)
+    content = size - specials
+    if content <= 0:
+        raise InputError(
+            f"must be more than the {specials} special tokens the tokenizer adds, found {size}", field="size"
+        )
+    if overlap >= content:
+        room = f"size ({size})" if not specials else f"size less the tokenizer's {specials} special tokens ({content})"
+        raise InputError(f"must be smaller than {room}, found {overlap}", field="overlap")
+    return content
+
+
+def token_windows(
+    n_tokens: int,
+    size: int,
+    stride: int,
+    is_word_start: Callable[[int], bool] | None = None,
+    fits: Callable[[int, int], bool] | None = None,
+) -> Iterator[tuple[int, int]]:
+    """Half-open token ranges ``[first, last)`` of at most ``size`` tokens, until one reaches the end.
+
+    Each window starts ``stride`` tokens after the previous one. With ``is_word_start``, windows
+    keep words whole: a start moves back, and an end that would split a word moves back, to the
+    nearest word start after the window's first token (a word longer than the window is split);
+    without it every token starts a word. With ``stride == size`` the windows tile the tokens.
+    ``fits(first, last)``: whether a window's text fits on its own; one that does not is
+    shortened until it does, and the next window starts no later than its end.
+    """
     if n_tokens == 0:
         return
-    count = 1 + max(0, math.ceil((n_tokens - size) / stride))
-    for k in range(count):
-        first = k * stride
-        yield first, min(first + size, n_tokens)
+
+    def word_start_at_or_before(index: int, first: int) -> int:
+        if is_word_start is None:
+            return index
+        found = index
+        while found > first and not is_word_start(found):
+            found -= 1
+        return found if found > first else index
+
+    first, previous_last = 0, 0
+    while True:
+        last = min(first + size, n_tokens)
+        if last < n_tokens and word_start_at_or_before(last, first) > previous_last:
+            last = word_start_at_or_before(last, first)  # else a word too long to keep whole: split it
+        while fits is not None and last - first > 1 and not fits(first, last):
+            last = word_start_at_or_before(last - 1, first)
+        yield first, last
+        if last == n_tokens:
+            return
+        first, previous_last = word_start_at_or_before(min(first + stride, last), first), last
 
 
 def chunk_stats(chunks: pl.DataFrame, docs: pl.DataFrame) -> dict:
@@ -166,16 +241,6 @@ def _with_spans(judged: pl.DataFrame) -> pl.DataFrame:
     return judged
 
 
-def _stride(size: int, overlap: int) -> int:
-    if size <= 0:
-        raise InputError(f"must be a positive number of tokens, found {size}", field="size")
-    if overlap < 0:
-        raise InputError(f"must be zero or more tokens, found {overlap}", field="overlap")
-    if overlap >= size:
-        raise InputError(f"must be smaller than size ({size}), found {overlap}", field="overlap")
-    return size - overlap
-
-
 def _require_unique_ids(chunks: pl.DataFrame, size: int) -> None:
     """Byte-level tokenizers split one character into several tokens; tiny windows inside such a
     character all get the same character span, hence the same id."""
@@ -197,6 +262,36 @@ def _without_truncation(tokenizer: Tokenizer) -> Tokenizer:
     copy.no_truncation()
     copy.no_padding()
     return copy
+
+
+def _word_starts(encoding: Encoding) -> Callable[[int], bool]:
+    """Whether a token begins a word (the pre-tokenizer's unit), not a piece like WordPiece ``##s``."""
+    return lambda index: encoding.token_to_word(index) != encoding.token_to_word(index - 1)
+
+
+def _own_token_counts(tokenizer: Tokenizer, texts: list[str]) -> list[int]:
+    """Content tokens of each text tokenized on its own (special tokens not counted)."""
+    return [len(encoding) for encoding in tokenizer.encode_batch(texts, add_special_tokens=False)]
+
+
+def _spans(
+    encoding: Encoding, content: int, stride: int, fits: Callable[[int, int], bool] | None = None
+) -> list[tuple[int, int]]:
+    """Character spans of one document's windows (:func:`token_windows`, words kept whole)."""
+    windows = token_windows(len(encoding), content, stride, _word_starts(encoding), fits)
+    return [_char_span(encoding, first, last) for first, last in windows]
+
+
+def _fitted_spans(
+    tokenizer: Tokenizer, text: str, encoding: Encoding, content: int, stride: int
+) -> list[tuple[int, int]]:
+    """One document's spans, each window shortened until its text alone has at most ``content`` tokens."""
+
+    def fits(first: int, last: int) -> bool:
+        start, end = _char_span(encoding, first, last)
+        return _own_token_counts(tokenizer, [text[start:end]])[0] <= content
+
+    return _spans(encoding, content, stride, fits)
 
 
 def _batches(docs: pl.DataFrame, max_chars: int) -> Iterator[tuple[list[str], list[str]]]:

@@ -79,7 +79,9 @@ def search(
     counts = np.asarray(matches.counts if hasattr(matches, "counts") else [keys.shape[1]]).reshape(-1)
     filled = np.arange(keys.shape[1])[None, :] < counts[:, None]
     keys = np.where(filled, keys, -1)
-    return keys, np.where(filled, similarity_from_distance(distances, config.metric), -np.inf)
+    # Slots past a query's count hold whatever usearch left there (NaN, garbage): never computed on.
+    similarities = similarity_from_distance(np.where(filled, distances, 0.0), config.metric)
+    return keys, np.where(filled, similarities, -np.inf)
 
 
 def recall_against_exact(approx: np.ndarray, exact: np.ndarray) -> float:

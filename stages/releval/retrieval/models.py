@@ -176,7 +176,9 @@ def load_sentence_transformer(manifest: dict[str, Any], config: ModelConfig):
 
 
 def token_lengths(model, texts: Sequence[str], prompt: str) -> np.ndarray:
-    """Token count of each text as the model sees it (prompt and special tokens included, no truncation)."""
+    """Token count of each text as the model sees it: ``prompt + text`` through the model's own
+    tokenizer, special tokens included, untruncated (sentence-transformers prepends the prompt
+    the same way before its tokenizer truncates to max_seq_length)."""
     tokenizer = model.tokenizer
     lengths = np.empty(len(texts), dtype=np.int64)
     step = 1024
@@ -185,6 +187,61 @@ def token_lengths(model, texts: Sequence[str], prompt: str) -> np.ndarray:
         ids = tokenizer(batch, add_special_tokens=True, truncation=False, verbose=False)["input_ids"]
         lengths[start : start + len(batch)] = [len(x) for x in ids]
     return lengths
+
+
+@dataclasses.dataclass(frozen=True)
+class Truncation:
+    """Inputs longer than a model's max_seq_length: content tokens the model never sees.
+
+    ``lengths`` counts each input as the model tokenizes it (prompt and special tokens
+    included); the model keeps its special tokens and cuts content, so every token past
+    ``max_seq_length`` is a content token lost.
+    """
+
+    lengths: np.ndarray
+    max_seq_length: int
+
+    @property
+    def inputs(self) -> int:
+        return len(self.lengths)
+
+    @property
+    def truncated(self) -> int:
+        """Inputs that lose at least one content token."""
+        return int((self.lengths > self.max_seq_length).sum())
+
+    @property
+    def rate(self) -> float:
+        return self.truncated / max(self.inputs, 1)
+
+    @property
+    def seen_tokens(self) -> int:
+        return int(np.minimum(self.lengths, self.max_seq_length).sum())
+
+    @property
+    def lost_tokens(self) -> int:
+        return int(self.lengths.sum()) - self.seen_tokens
+
+    @property
+    def lost_share(self) -> float:
+        """Share of all tokens never encoded."""
+        return 1.0 - self.seen_tokens / max(int(self.lengths.sum()), 1)
+
+    def warning(self, model: str, chunking: str, threshold: float = 0.0) -> str | None:
+        """The one warning about lost content tokens, when more than ``threshold`` of inputs lose some."""
+        if not self.truncated or self.rate <= threshold:
+            return None
+        return (
+            f"{model}/{chunking}: {self.truncated} of {self.inputs} chunks ({self.rate:.1%}) are longer than "
+            f"max_seq_length={self.max_seq_length} as {model} tokenizes them (prompt and special tokens "
+            f"included); {self.lost_tokens} content tokens ({self.lost_share:.1%} of all) are never encoded"
+        )
+
+
+def truncation(model, texts: Sequence[str], config: ModelConfig, role: str = "document") -> Truncation:
+    """How the model's max_seq_length cuts ``texts`` under the role's prompt."""
+    prompt = config.query_prompt if role == "query" else config.document_prompt
+    return Truncation(token_lengths(model, texts, prompt), config.max_seq_length)
 
 
 def encode(model, texts: Sequence[str], config: ModelConfig, role: str) -> np.ndarray:
