@@ -26,7 +26,8 @@ def main() -> None:
         "vectors": int(len(vectors)),
         **{k: v for k, v in vars(config).items()},
     }
-    if config.exact:
+    stats["searched_exactly"] = config.is_exact(len(vectors))
+    if stats["searched_exactly"]:  # searched by brute force: the vectors are the index
         stats.update({"index_bytes": int(vectors.nbytes), "build_s": 0.0})
     else:
         start = time.perf_counter()

@@ -40,7 +40,8 @@ def main() -> None:
     emb_dir = Path(args.emb_root) / args.model / args.chunking
     index_dir = Path(args.index_root) / args.model / args.chunking
     vectors = io.read_npy(emb_dir / "embeddings.npy")
-    index = None if index_config.exact else restore_index(str(index_dir / "index.usearch"), index_config)
+    exact = index_config.is_exact(len(vectors))
+    index = None if exact else restore_index(str(index_dir / "index.usearch"), index_config)
     model = load_sentence_transformer(read_manifest(Path(args.models_dir) / args.model), config)
 
     query_vectors = encode(model, queries["text"].to_list(), config, role="query")

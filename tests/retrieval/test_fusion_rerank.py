@@ -112,7 +112,7 @@ def test_dense_search_ann_matches_exact_on_small_data():
     rng = np.random.default_rng(0)
     vectors = rng.normal(size=(500, 16)).astype(np.float32)
     queries = rng.normal(size=(20, 16)).astype(np.float32)
-    config = IndexConfig()
+    config = IndexConfig(exact=False)
     index = build_index(vectors, config)
     approx, scores = search(index, vectors, queries, 10, config)
     exact, _ = search(index, vectors, queries, 10, config, exact=True)
@@ -121,6 +121,45 @@ def test_dense_search_ann_matches_exact_on_small_data():
     assert scores[0] == pytest.approx(vectors[approx[0]] @ queries[0] / norms, abs=1e-5)
     single, _ = search(index, vectors, queries[:1], 10, config)
     assert single.shape == (1, 10)
+
+
+def test_exact_search_is_the_brute_force_top_k_with_ties_in_position_order():
+    rng = np.random.default_rng(1)
+    vectors = rng.normal(size=(300, 8)).astype(np.float32)
+    vectors[[40, 7, 250]] = vectors[3]  # four equal vectors: equal similarities for every query
+    queries = rng.normal(size=(5, 8)).astype(np.float32)
+    queries[0] = vectors[3]
+    for metric in ("cos", "ip", "l2sq"):
+        keys, scores = search(None, vectors, queries, 300, IndexConfig(metric=metric, exact=True))
+        q, v = queries.astype(np.float64), vectors.astype(np.float64)
+        if metric == "cos":
+            reference = (q / np.linalg.norm(q, axis=1, keepdims=True)) @ (
+                v / np.linalg.norm(v, axis=1, keepdims=True)
+            ).T
+        elif metric == "ip":
+            reference = q @ v.T
+        else:
+            reference = -((q[:, None, :] - v[None, :, :]) ** 2).sum(-1)
+        np.testing.assert_allclose(scores, np.take_along_axis(reference, keys, axis=1), atol=1e-9)
+        assert (np.diff(scores, axis=1) <= 1e-12).all()
+        tied = [int(k) for k in keys[0] if k in (3, 7, 40, 250)]
+        assert tied == [3, 7, 40, 250]  # equal scores keep the chunks' order
+    # The HNSW path sees the same scale: usearch's similarity for the same pairs.
+    hnsw = IndexConfig(exact=False)
+    approx_keys, approx_scores = search(build_index(vectors, hnsw), vectors, queries, 5, hnsw)
+    exact_keys, exact_scores = search(None, vectors, queries, 5, IndexConfig(exact=True))
+    np.testing.assert_allclose(approx_scores[:, 0], exact_scores[:, 0], atol=1e-5)
+
+
+def test_auto_searches_exactly_below_the_threshold_and_one_thread_builds_the_same_graph():
+    config = IndexConfig(exact_below=1000)
+    assert config.is_exact(999) and not config.is_exact(1000)
+    assert IndexConfig(exact=True).is_exact(10**9) and not IndexConfig(exact=False).is_exact(1)
+    with pytest.raises(InputError, match="true, false or auto"):
+        IndexConfig(exact="yes")
+    vectors = np.random.default_rng(2).normal(size=(3000, 32)).astype(np.float32)
+    built = [bytes(build_index(vectors, IndexConfig(exact=False)).save()) for _ in range(2)]
+    assert built[0] == built[1]
 
 
 def test_dense_search_never_computes_on_the_slots_past_a_querys_hits():
@@ -142,7 +181,8 @@ def test_dense_search_never_computes_on_the_slots_past_a_querys_hits():
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        keys, scores = search(Index(), np.zeros((3, 2), np.float32), np.zeros((2, 2), np.float32), 3, IndexConfig())
+        zeros = np.zeros((3, 2), np.float32)
+        keys, scores = search(Index(), zeros, np.zeros((2, 2), np.float32), 3, IndexConfig(exact=False))
     assert keys.tolist() == [[0, 1, 2], [1, 0, -1]]
     assert scores[1].tolist() == pytest.approx([0.9, 0.6, -math.inf])
 
