@@ -157,12 +157,14 @@ def test_appending_never_rewrites_earlier_lines(tmp_path):
     inode = log.stat().st_ino
     holdout.append_opening(log, entry(when="2026-11-30T11:00:00Z", who="Grace", configs=("bm25/c256", "x")))
     after = log.read_bytes()
-    assert after.startswith(first) and len(after.splitlines()) == 2
+    # A new log starts with its header line: never empty, so DVC has no "is empty" to warn about.
+    assert after.splitlines()[0].decode() + "\n" == holdout.LOG_HEADER_LINE
+    assert after.startswith(first) and len(after.splitlines()) == 3
     assert log.stat().st_ino == inode  # appended in place, not replaced by a rewritten copy
     holdout.check_append_only(first, after)
     entries = holdout.read_log(log)
     assert [e["who"] for e in entries] == ["Ada", "Grace"]
-    assert json.loads(after.splitlines()[1])["configs"] == ["bm25/c256", "x"]
+    assert json.loads(after.splitlines()[2])["configs"] == ["bm25/c256", "x"]
 
 
 def test_a_log_with_an_incomplete_last_line_is_not_appended_to(tmp_path):

@@ -242,6 +242,8 @@ def append_opening(path: str | os.PathLike, entry: Mapping[str, Any]) -> None:
                     file=str(path),
                     line=len(path.read_bytes().splitlines()),
                 )
+    if not path.exists() or not path.stat().st_size:
+        line = LOG_HEADER_LINE.encode("utf-8") + line
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         written = os.write(fd, line)
@@ -252,8 +254,14 @@ def append_opening(path: str | os.PathLike, entry: Mapping[str, Any]) -> None:
         os.close(fd)
 
 
+# The log's first line: it names the file, and keeps a never-opened log from being empty (DVC
+# warns "is empty" about an empty dependency on every repro).
+LOG_HEADER = {"log": "releval holdout openings", "format": 1}
+LOG_HEADER_LINE = json.dumps(LOG_HEADER, sort_keys=True) + "\n"
+
+
 def parse_log(data: bytes | str, source: str = str(DEFAULT_LOG)) -> list[dict[str, Any]]:
-    """Entries of a log's text; a bad line is an error naming its line."""
+    """Entries of a log's text (the header line left out); a bad line is an error naming its line."""
     text = data.decode("utf-8") if isinstance(data, bytes) else data
     entries = []
     for number, line in enumerate(text.splitlines(), start=1):
@@ -265,6 +273,8 @@ def parse_log(data: bytes | str, source: str = str(DEFAULT_LOG)) -> list[dict[st
             raise InputError(f"not JSON: {exc.msg}", file=source, line=number) from None
         if not isinstance(entry, dict):
             raise InputError("expected a JSON object", file=source, line=number)
+        if number == 1 and entry == LOG_HEADER:
+            continue
         _check_entry(entry, source, number)
         entries.append(entry)
     return entries
