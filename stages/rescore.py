@@ -1,7 +1,8 @@
 """DVC stage `rescore`: every archived run, re-scored against the active judgments.
 
-Reads only run tables from data/archive/ (nothing is re-encoded or re-retrieved), collapses
-each to documents and scores it as the `score` stage does, holdout queries left out. Writes
+Reads only the archived document-level runs in data/archive/ (committed to git: a fresh clone
+has them all; nothing is re-encoded or re-retrieved) and scores them as the `score` stage scores
+its runs, holdout queries left out; a run gives the numbers its chunk-level table gives. Writes
 
 * reports/history.parquet, reports/history.md: one row per archived (run, configuration) of the
   active dataset, all under the active judgment version (one `judgments_version` value); the

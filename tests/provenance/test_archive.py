@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pytest
 import yaml
@@ -87,7 +88,7 @@ PROVENANCE = ar.Provenance(commit="a" * 40, dirty=False, source="workspace", com
 
 
 def test_add_stores_files_by_content_hash_and_indexes_them(tmp_path):
-    table = run_table([("q1", "d1#0-5", 0.9), ("q1", "d2#0-5", 0.5)])
+    table = run_table([("q1", "d1#0-5", 0.9), ("q1", "d2#0-5", 0.5), ("q1", "d1#5-9", 0.4)])
     out = revisions.StageOut(
         "retrieve@toy-c1", "data/work/runs/dense/toy/c1", "abc.dir", {"params.yaml": {"models.toy": {"batch_size": 8}}}
     )
@@ -98,21 +99,30 @@ def test_add_stores_files_by_content_hash_and_indexes_them(tmp_path):
 
     run_sha = hashlib.sha256(item.run_bytes).hexdigest()
     meta_sha = hashlib.sha256(item.meta_bytes).hexdigest()
-    assert (store.root / "runs" / f"{run_sha}.parquet").read_bytes() == item.run_bytes
+    (docs_file,) = (store.root / "docs").iterdir()
+    docs_sha = hashlib.sha256(docs_file.read_bytes()).hexdigest()
+    assert docs_file.name == f"{docs_sha}.parquet"
     assert (store.root / "meta" / f"{meta_sha}.json").read_bytes() == item.meta_bytes
+    (part,) = store.index_parts()
+    assert part.name == f"{hashlib.sha256(part.read_bytes()).hexdigest()}.parquet"
+    assert (store.root / "README.md").read_text() == ar.README_TEXT
+    assert report.bytes_added == sum(p.stat().st_size for p in (docs_file, part, store.meta_file(meta_sha)))
     index = store.index()
     assert index.schema == ar.INDEX_SCHEMA and index.height == 1
     row = index.row(0, named=True)
     assert row == {
         "run_sha256": run_sha,
         "config_id": "toy/c1",
+        "docs_sha256": docs_sha,
         "meta_sha256": meta_sha,
         "kind": "dense",
         "chunking": "c1",
         "models": ["toy"],
         "dataset": "tiny",
         "run_path": "data/work/runs/dense/toy/c1",
-        "rows": 2,
+        "rows": 3,
+        "depth": None,
+        "doc_rows": 2,
         "stage": "retrieve@toy-c1",
         "params_digest": hashlib.sha256(b'{"params.yaml":{"models.toy":{"batch_size":8}}}').hexdigest(),
         "params_json": '{"params.yaml":{"models.toy":{"batch_size":8}}}',
@@ -124,16 +134,18 @@ def test_add_stores_files_by_content_hash_and_indexes_them(tmp_path):
         "source": "workspace",
         "archived_at": "2026-02-03T00:00:00Z",
     }
-    assert store.read_run(run_sha).equals(table)
+    # The run at document level: each document at its best chunk, scores as they were.
+    assert store.read_documents(docs_sha).rows() == [("q1", "d1", 0.9), ("q1", "d2", 0.5)]
     assert store.read_meta(meta_sha)["config_id"] == "toy/c1"
+    assert store.entry(run_sha, "toy/c1")["docs_sha256"] == docs_sha and store.entry(run_sha, "x") is None
 
 
 def test_adding_again_is_a_no_op_and_nothing_is_rewritten(tmp_path):
     first = run_files(tmp_path, "data/work/runs/dense/toy/c1", run_table([("q1", "d1#0-5", 0.9)]), dense_meta())
     store = ar.Archive(tmp_path / "archive")
     store.add([first], PROVENANCE, dataset="tiny", archived_at="2026-02-03T00:00:00Z")
-    index_bytes = store.index_path.read_bytes()
-    index_stat = store.index_path.stat()
+    (part,) = store.index_parts()
+    part_stat = part.stat()
     files = {p: p.read_bytes() for p in store.root.rglob("*") if p.is_file()}
 
     # The same run again, even with other provenance and a sidecar whose ops differ: the first record stays.
@@ -150,9 +162,9 @@ def test_adding_again_is_a_no_op_and_nothing_is_rewritten(tmp_path):
         dataset="tiny",
         archived_at="2027-01-01T00:00:00Z",
     )
-    assert report.added == [] and report.present == [(first.run_sha256, "toy/c1")]
-    assert store.index_path.read_bytes() == index_bytes
-    assert store.index_path.stat().st_mtime_ns == index_stat.st_mtime_ns  # not even rewritten identically
+    assert report.added == [] and report.present == [(first.run_sha256, "toy/c1")] and report.bytes_added == 0
+    assert store.index_parts() == [part]
+    assert part.stat().st_mtime_ns == part_stat.st_mtime_ns  # not even rewritten identically
     assert {p: p.read_bytes() for p in store.root.rglob("*") if p.is_file()} == files
 
     # A new run is appended; the existing row and files stay byte for byte.
@@ -165,7 +177,8 @@ def test_adding_again_is_a_no_op_and_nothing_is_rewritten(tmp_path):
     store.add([other], PROVENANCE, dataset="tiny", archived_at="2027-01-01T00:00:00Z")
     index = store.index()
     assert index.height == 2 and index.row(0, named=True)["archived_at"] == "2026-02-03T00:00:00Z"
-    assert all(p.read_bytes() == data for p, data in files.items() if p != store.index_path)
+    assert len(store.index_parts()) == 2  # a new part beside the first; no file is rewritten
+    assert all(p.read_bytes() == data for p, data in files.items())
     assert not list(store.root.rglob(".releval-tmp-*"))
 
 
@@ -178,7 +191,7 @@ def test_one_run_table_under_two_configurations_is_stored_once(tmp_path):
     store = ar.Archive(tmp_path / "archive")
     report = store.add([a, b, a], PROVENANCE, dataset="tiny")
     assert sorted(c for _, c in report.added) == ["toy/c1", "toy_b/c1"] and len(report.present) == 1
-    assert len(list((store.root / "runs").iterdir())) == 1
+    assert len(list((store.root / "docs").iterdir())) == 1
     assert len(list((store.root / "meta").iterdir())) == 2
     assert sorted(store.index()["config_id"].to_list()) == ["toy/c1", "toy_b/c1"]
 
@@ -187,17 +200,197 @@ def test_an_edited_archive_is_caught(tmp_path):
     item = run_files(tmp_path, "data/work/runs/dense/toy/c1", run_table([("q1", "d1#0-5", 0.9)]), dense_meta())
     store = ar.Archive(tmp_path / "archive")
     store.add([item], PROVENANCE, dataset="tiny")
-    path = store.run_file(item.run_sha256)
+    docs_sha = store.index()["docs_sha256"][0]
+    path = store.docs_file(docs_sha)
     path.write_bytes(path.read_bytes()[:-1] + b"\0")
     with pytest.raises(ar.InputError, match="does not match"):
-        store.read_run(item.run_sha256)
+        store.read_documents(docs_sha)
+    path.unlink()
+    with pytest.raises(ar.InputError, match="missing"):
+        store.read_documents(docs_sha)
 
 
 def test_a_run_without_config_id_is_refused(tmp_path):
     item = ar.RunFiles("data/work/runs/x", b"", b'{"kind": "dense"}')
     with pytest.raises(ar.InputError, match="config_id"):
         ar.Archive(tmp_path / "archive").add([item], PROVENANCE, dataset="tiny")
-    assert not (tmp_path / "archive" / "runs").exists()
+    assert not (tmp_path / "archive" / "docs").exists() and not (tmp_path / "archive" / "index").exists()
+
+
+# --------------------------------------------------------------------------- the document-level form
+
+
+def random_chunk_run(seed: int, queries: int = 6, docs: int = 30) -> pl.DataFrame:
+    """A chunk-level run with several chunks per document and many exactly tied scores."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for q in range(queries):
+        for d in rng.choice(docs, size=docs // 2 + q, replace=False):
+            for c in range(int(rng.integers(1, 4))):
+                rows.append((f"q{q}", f"d{d:02d}#{c * 10}-{c * 10 + 10}", float(rng.integers(0, 12)) / 4))
+    return run_table(rows)
+
+
+def random_qrels(seed: int, queries: int = 6, docs: int = 30) -> pl.DataFrame:
+    rng = np.random.default_rng(seed + 1000)
+    rows = [
+        (f"q{q}", f"d{d:02d}", int(rng.integers(0, 4)))
+        for q in range(queries)
+        for d in rng.choice(docs, size=8, replace=False)
+    ]
+    return pl.DataFrame(rows, schema={"query_id": pl.Utf8, "doc_id": pl.Utf8, "grade": pl.Int64}, orient="row")
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize(
+    "metrics,ties",
+    [
+        (["ndcg@10", "recall@100", "mrr@10", "map", "p@10", "hit@10", "judged@10", "ceiling@10"], "docid-asc"),
+        (["ndcg@5", "recall@8", "p@3", "judged@5", "ceiling@5"], "docid-asc"),
+        (["ndcg@5", "recall@8", "p@3", "judged@5", "ceiling@5"], "trec_eval"),
+        (["rprec", "mrr", "ndcg@3"], "trec_eval"),
+    ],
+)
+def test_a_run_rescored_from_its_document_level_form_gives_the_same_numbers(tmp_path, seed, metrics, ties):
+    from releval.measurement import scoring
+    from releval.measurement.metrics import contract_from_params
+
+    contract = contract_from_params({**METRIC, "metrics": metrics, "ties": ties})
+    chunk_run, qrels = random_chunk_run(seed), random_qrels(seed)
+    scored = ["q0", "q1", "q2", "q4", "q5"]  # q3 left out, as a holdout query is
+    store = ar.Archive(tmp_path / "archive")
+    depth = ar.archive_depth(metrics)
+    store.add(
+        [run_files(tmp_path, "data/work/runs/dense/toy/c1", chunk_run, dense_meta())],
+        PROVENANCE,
+        dataset="tiny",
+        depth=depth,
+    )
+    entry = store.index().row(0, named=True)
+    assert entry["depth"] == depth and entry["doc_rows"] <= scoring.document_run(chunk_run).height
+    from_chunks = scoring.score_table(scoring.document_run(chunk_run, scored), qrels, metrics, contract)
+    from_archive = ar.score_archive(
+        store, store.index(), [ar.Judged("v", qrels)], pl.Series(scored), metrics, contract
+    )[(entry["run_sha256"], "v")]
+    assert from_archive["error"] is None
+    assert from_archive["mean"] == from_chunks.mean  # bit for bit
+    assert from_archive["counts"]["queries_evaluated"] == from_chunks.counts["queries_evaluated"]
+
+
+def test_depth_follows_the_metrics_and_keeps_ties_at_the_cut(tmp_path):
+    assert ar.archive_depth(["ndcg@10", "recall@100", "mrr@10"]) == 100
+    assert ar.archive_depth(["ndcg@10", "map"]) is None  # map reads the whole ranking
+    assert ar.archive_depth(["mrr"]) is None and ar.archive_depth(["rprec", "p@5"]) is None
+    chunk_run = run_table(
+        [("q1", "a#0", 0.9), ("q1", "b#0", 0.8), ("q1", "c#0", 0.5), ("q1", "d#0", 0.5), ("q1", "e#0", 0.1)]
+        + [("q1", "a#1", 0.95), ("q2", "x#0", 0.3)]
+    )
+    kept = ar.document_table(chunk_run, 3)
+    assert kept.rows() == [("q1", "a", 0.95), ("q1", "b", 0.8), ("q1", "c", 0.5), ("q1", "d", 0.5), ("q2", "x", 0.3)]
+    assert ar.document_table(chunk_run).height == 6
+    assert ar.too_shallow(3, ["ndcg@3"]) is None and ar.too_shallow(None, ["map"]) is None
+    assert ar.too_shallow(3, ["ndcg@10"]) == "archived to depth 3 (documents per query); the metrics need the top 10"
+    assert "every retrieved document" in ar.too_shallow(100, ["map"])
+
+    # A run archived under shallower metrics is not scored under deeper ones: its history row says why.
+    store = ar.Archive(tmp_path / "archive")
+    store.add(
+        [run_files(tmp_path, "data/work/runs/dense/toy/c1", chunk_run, dense_meta())],
+        PROVENANCE,
+        dataset="tiny",
+        depth=3,
+    )
+    qrels = pl.DataFrame({"query_id": ["q1"], "doc_id": ["a"], "grade": [1]})
+    from releval.measurement.metrics import contract_from_params
+
+    scores = ar.score_archive(
+        store, store.index(), [ar.Judged("v", qrels)], pl.Series(["q1"]), ["map"], contract_from_params(METRIC)
+    )
+    (result,) = scores.values()
+    assert result["mean"] == {"map": None} and "the metrics need every retrieved document" in result["error"]
+
+
+def test_archives_of_two_branches_merge_by_their_files(tmp_path):
+    """Each add is a new index part: two branches' archives merge as a union of files, no conflict."""
+    base = ar.Archive(tmp_path / "base")
+    common = run_files(
+        tmp_path / "c",
+        "data/work/runs/bm25/c1",
+        run_table([("q1", "d1#0", 1.0)]),
+        {"config_id": "bm25/c1", "kind": "bm25", "chunking": "c1", "models": {}, "ops": {}},
+    )
+    base.add([common], PROVENANCE, dataset="tiny", archived_at="2026-01-01T00:00:00Z")
+    branches = []
+    for name, score, when in (("a", 0.9, "2026-02-01T00:00:00Z"), ("b", 0.7, "2026-03-01T00:00:00Z")):
+        shutil.copytree(base.root, tmp_path / name)
+        store = ar.Archive(tmp_path / name)
+        mine = run_files(
+            tmp_path / name / "w", "data/work/runs/dense/toy/c1", run_table([("q1", "d1#0", score)]), dense_meta()
+        )
+        both = run_files(
+            tmp_path / name / "x",
+            "data/work/runs/dense/toy/c2",
+            run_table([("q1", "d2#0", 0.5)]),
+            dense_meta(chunking="c2"),
+        )
+        store.add([mine, both], ar.Provenance(commit=name * 40), dataset="tiny", archived_at=when)
+        branches.append(store)
+    merged = tmp_path / "merged"
+    for store in branches:  # what `git merge` does to two sets of new files: keeps both
+        shutil.copytree(store.root, merged, dirs_exist_ok=True)
+    index = ar.Archive(merged).index()
+    assert index.height == 4  # bm25, toy/c1 twice (two runs), toy/c2 once
+    assert sorted(index["config_id"].to_list()) == ["bm25/c1", "toy/c1", "toy/c1", "toy/c2"]
+    assert index.filter(pl.col("config_id") == "toy/c2")["commit"].to_list() == ["a" * 40]  # the earlier record
+
+
+def test_an_archive_of_the_earlier_layout_is_converted_entry_for_entry(tmp_path):
+    root = tmp_path / "archive"
+    items = [
+        run_files(tmp_path / "a", "data/work/runs/dense/toy/c1", random_chunk_run(3), dense_meta()),
+        run_files(
+            tmp_path / "b",
+            "data/work/runs/bm25/c1",
+            random_chunk_run(4),
+            {"config_id": "bm25/c1", "kind": "bm25", "chunking": "c1", "models": {}, "ops": {}},
+        ),
+    ]
+    legacy_schema = {k: v for k, v in ar.INDEX_SCHEMA.items() if k not in ("docs_sha256", "depth", "doc_rows")}
+    rows = []
+    for item in items:
+        (root / "runs").mkdir(parents=True, exist_ok=True)
+        (root / "runs" / f"{item.run_sha256}.parquet").write_bytes(item.run_bytes)
+        (root / "meta").mkdir(exist_ok=True)
+        (root / "meta" / f"{item.meta_sha256}.json").write_bytes(item.meta_bytes)
+        rows.append(
+            {
+                **dict.fromkeys(legacy_schema),
+                "run_sha256": item.run_sha256,
+                "config_id": item.meta()["config_id"],
+                "meta_sha256": item.meta_sha256,
+                "models": [],
+                "dirty_paths": [],
+                "commit": "c" * 40,
+                "dirty": False,
+                "archived_at": "2025-01-01T00:00:00Z",
+                "dataset": "tiny",
+            }
+        )
+    pl.DataFrame(rows, schema=legacy_schema, orient="row").write_parquet(root / "index.parquet")
+
+    store = ar.Archive(root)
+    assert store.migrate_legacy(None) == 2 and store.migrate_legacy(None) == 0
+    assert not (root / "index.parquet").exists() and not (root / "runs").exists()
+    index = store.index()
+    assert (
+        index.height == 2
+        and set(index["commit"]) == {"c" * 40}
+        and set(index["archived_at"]) == {"2025-01-01T00:00:00Z"}
+    )
+    for item in items:
+        entry = store.entry(item.run_sha256, item.meta()["config_id"])
+        assert store.read_documents(entry["docs_sha256"]).equals(ar.document_table(item.chunk_run()))
+        assert store.read_meta(entry["meta_sha256"]) == item.meta()
 
 
 LOCK = {
@@ -231,7 +424,7 @@ def test_lock_outputs_and_the_stage_that_made_a_run():
     assert ar.params_digest({"b": 1, "a": [1, 2]}) == ar.params_digest({"a": [1, 2], "b": 1})
 
 
-def test_workspace_provenance_ignores_dvc_bookkeeping(tmp_path):
+def test_workspace_provenance_is_about_the_inputs(tmp_path):
     repo = git_repo(tmp_path / "repo")
     assert ar.workspace_provenance(repo, LOCK).commit is None  # no commit yet
     (repo / "params.yaml").write_text("a: 1\n")
@@ -239,15 +432,25 @@ def test_workspace_provenance_ignores_dvc_bookkeeping(tmp_path):
     (repo / "reports").mkdir()
     (repo / "reports" / "grid.md").write_text("g\n")
     head = commit_all(repo, "one")
+    # What the pipeline writes is no input: dvc.lock, reports/, the committed archive, .gitignore files.
     (repo / "dvc.lock").write_text("y\n")
     (repo / "reports" / "grid.md").write_text("h\n")
-    (repo / ".gitignore").write_text("/data/archive\n")
+    (repo / "data" / "archive" / "index").mkdir(parents=True)
+    (repo / "data" / "archive" / "index" / "x.parquet").write_text("p\n")
+    (repo / "data" / ".gitignore").write_text("/work\n")
+    (repo / "README.md").write_text("notes\n")
     clean = ar.workspace_provenance(repo, LOCK)
     assert clean.commit == head and not clean.dirty and clean.dirty_paths == () and clean.commit_date
+    results = commit_all(repo, "results only")
+    assert ar.workspace_provenance(repo, LOCK).commit == head != results  # the inputs are still those of `head`
     (repo / "params.yaml").write_text("a: 2\n")
-    (repo / "new_code.py").write_text("x = 1\n")
+    (repo / "stages").mkdir()
+    (repo / "stages" / "new_code.py").write_text("x = 1\n")
+    (repo / "data" / "judgments").mkdir()
+    (repo / "data" / "judgments" / "j.jsonl").write_text("{}\n")
     dirty = ar.workspace_provenance(repo, LOCK)
-    assert dirty.commit == head and dirty.dirty and dirty.dirty_paths == ("new_code.py", "params.yaml")
+    assert dirty.commit == head and dirty.dirty
+    assert dirty.dirty_paths == ("data/judgments/j.jsonl", "params.yaml", "stages/new_code.py")
 
 
 def test_workspace_runs_skip_folders_no_stage_made(tmp_path):
@@ -497,8 +700,25 @@ def test_a_missing_parent_version_is_an_error_naming_it(tmp_path):
 
 # --------------------------------------------------------------------------- the real pipeline
 
-# The shipped configuration cut to one dense model and one chunking (no reranker): three runs.
-ONE_MODEL = ("~model@models.e5small", "grid.models=[minilm]", "grid.chunkings=[c256]", "~grid.reranked.minilm-c256-e5")
+
+def one_model_conf(project: Path) -> None:
+    """The shipped configuration cut to one dense model and one chunking (no reranker): three runs.
+
+    conf/ itself is edited (a deletion cannot be recorded as an override), before the first commit.
+    """
+    path = project / "conf" / "config.yaml"
+    text = path.read_text(encoding="utf-8")
+    for line in ("  - model@models.e5small: e5small\n", "  - reranker@rerankers.e5: e5small\n"):
+        assert line in text
+        text = text.replace(line, "")
+    text = text[: text.index("  reranked:")] + "  reranked: {}\n" + text[text.index("  baseline:") :]
+    for old, new in (
+        ("models: [minilm, e5small]", "models: [minilm]"),
+        ("chunkings: [c256, c512, c1024]", "chunkings: [c256]"),
+    ):
+        assert old in text
+        text = text.replace(old, new)
+    path.write_text(text, encoding="utf-8")
 
 
 class Project:
@@ -508,7 +728,10 @@ class Project:
         self.path = path
 
     def compose(self, *extra: str) -> None:
-        run(["releval", "params", *ONE_MODEL, *extra], self.path)
+        run(["releval", "params", *extra], self.path)
+
+    def history(self) -> pl.DataFrame:
+        return pl.read_parquet(self.path / "reports" / "history.parquet")
 
     def repro(self, *args: str) -> set[str]:
         return ran_stages(run(["dvc", "repro", *args], self.path).stdout)
@@ -534,6 +757,7 @@ def test_archive_and_rescore_in_a_real_dvc_project(tmp_path):
     proj = Project(make_project(tmp_path / "project"))
     assert "\n  archive:" in (proj.path / "dvc.yaml").read_text()  # the real pipeline declares it
     write_pydocs_mini(proj.path)
+    one_model_conf(proj.path)
     c0 = proj.commit("code")
 
     # 1. The first repro archives every run, recorded against HEAD (params.yaml not committed yet: dirty).
@@ -560,7 +784,7 @@ def test_archive_and_rescore_in_a_real_dvc_project(tmp_path):
 
     # 2. A fusion change: only fusion, scoring, archive and rescore rerun; the new fused run joins the archive.
     proj.compose("fusions.rrf.k=10")
-    assert proj.repro() == {"fuse@rrf-minilm-c256", "score", "archive", "rescore", "report"}
+    assert proj.repro() == {"params", "fuse@rrf-minilm-c256", "score", "archive", "rescore", "report"}
     c2 = proj.commit("rrf k=10")
     index = proj.index()
     assert index.height == 4
@@ -604,7 +828,7 @@ def test_archive_and_rescore_in_a_real_dvc_project(tmp_path):
     #    only: nothing is encoded, indexed or retrieved.
     proj.compose("fusions.rrf.k=10", "judgments=pydocs-v1")
     start = time.perf_counter()
-    assert proj.repro() == {"judgments", "score", "rescore", "report"}
+    assert proj.repro() == {"params", "judgments", "score", "rescore", "report"}
     repro_s = time.perf_counter() - start
     start = time.perf_counter()
     assert proj.repro("--single-item", "--force", "rescore") == {"rescore"}
@@ -631,7 +855,7 @@ def test_archive_and_rescore_in_a_real_dvc_project(tmp_path):
     proj.compose(
         "fusions.rrf.k=10", "judgments.format=releval", "judgments.path=data/judgments/c2", "judgments.version=c2"
     )
-    assert proj.repro() == {"judgments", "score", "rescore", "report"}
+    assert proj.repro() == {"params", "judgments", "score", "rescore", "report"}
     changes = pl.read_parquet(proj.path / "reports" / "idcg_changes.parquet")
     assert changes["query_id"].to_list() == [regraded["query_id"]]
     assert changes["reason"].to_list() == [f"regraded {regraded['doc_id']} {regraded['grade']}->1"]
@@ -643,6 +867,62 @@ def test_archive_and_rescore_in_a_real_dvc_project(tmp_path):
     assert md.startswith("# IDCG changes: `c1` → `c2`")
     print((proj.path / "reports" / "history.md").read_text())
     print(md)
+
+
+@pytest.mark.slow
+def test_a_fresh_clone_keeps_every_archived_run_and_audits_the_committed_numbers(tmp_path):
+    """`git clone` (no DVC cache, no remote) brings the archive: the clone's audit verifies every
+    committed number from it, and the clone's `dvc repro` drops no history row."""
+    proj = Project(make_project(tmp_path / "project"))
+    write_pydocs_mini(proj.path)
+    one_model_conf(proj.path)
+    proj.compose()
+    inputs = proj.commit("inputs")
+    proj.repro()
+    proj.commit("first run")
+    proj.compose("fusions.rrf.k=10")
+    proj.commit("rrf k=10")
+    proj.repro()
+    proj.commit("results of rrf k=10")
+    before = proj.history()
+    assert before.height == 4  # three runs, and the fused run of each k
+    committed = run(["git", "ls-files", "data/archive"], proj.path).stdout.split()
+    assert "data/archive/README.md" in committed and any(p.startswith("data/archive/docs/") for p in committed)
+    assert json.loads((proj.path / "reports" / "card.json").read_text())["code"] == {
+        "commit": revisions.resolve_commit(proj.path, "HEAD~1"),  # "rrf k=10": the inputs, not the results
+        "dirty": False,
+        "dirty_paths": [],
+    } and inputs != revisions.resolve_commit(proj.path, "HEAD~1")
+
+    clone = tmp_path / "clone"
+    run(["git", "clone", "-q", str(proj.path), str(clone)], tmp_path)
+    assert not (clone / ".dvc" / "cache").exists() and not (clone / "data" / "work").exists()
+    metrics = json.loads((clone / "reports" / "metrics.json").read_text())
+    numbers = sum(
+        len(metrics["contract"]["metrics"]) + sum(len(s["mean"]) for s in (row.get("slices") or {}).values())
+        for row in metrics["configs"].values()
+    )
+    result = run(["releval", "audit", "--rev", "HEAD", "--all"], clone, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"{numbers} of {numbers} numbers in reports/metrics.json recomputed" in result.stdout
+    assert "3 of 3 configurations: runs read from the committed archive" in result.stdout
+    assert "rebuilt from the committed sources by stages/judgments.py" in result.stdout
+    assert "not available here   dvc.lock   data/work/emb/minilm/c256" in result.stdout
+    assert "BROKEN" not in result.stdout and "not available here, none broken)" in result.stdout
+    print("fresh clone, before any repro:", result.stdout.splitlines()[0], result.stdout.splitlines()[-1])
+    one = run(["releval", "audit", "--rev", "HEAD", "minilm/c256", "ndcg@10"], clone, check=False)
+    assert one.returncode == 0, one.stdout + one.stderr
+    assert "from the committed archive" in one.stdout and "bit-for-bit" in one.stdout
+
+    run(["dvc", "repro"], clone)
+    after = pl.read_parquet(clone / "reports" / "history.parquet")
+    keys = {(r["run_sha256"], r["config_id"]) for r in before.iter_rows(named=True)}
+    assert after.height >= before.height and keys <= {
+        (r["run_sha256"], r["config_id"]) for r in after.iter_rows(named=True)
+    }
+    status = run(["git", "status", "--short"], clone).stdout
+    assert "reports/card.json" not in status and not any(line.startswith(" D") for line in status.splitlines())
+    print(f"history rows: {before.height} committed, {after.height} after `dvc repro` in the fresh clone")
 
 
 def write_pydocs_set(root: Path, version: str, parent: str | None, rows: list[tuple[str, str, int]]) -> None:

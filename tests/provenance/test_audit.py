@@ -8,6 +8,7 @@ one input at a time in a private copy.
 
 import gzip
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from support.commands import run
 from support.projects import copy_project
 from support.pydocs_mini import ACTIVE_JUDGMENTS, regrade_one_judgment
 from releval import io
-from releval.provenance import audit
+from releval.provenance import archive, audit
 from releval.retrieval import runs
 from releval.errors import InputError
 from releval.measurement.metrics import Contract, evaluate
@@ -278,6 +279,84 @@ def test_a_change_in_another_run_only_is_a_note_for_this_number(tmp_path):
     assert not audit.verify(root, lineage, status=here).ok
     unknown = ({"score": [{"changed deps": {"data/work/runs": "modified"}}]}, {})
     assert not audit.verify(root, lineage, status=unknown).ok  # cannot tell which file: broken
+
+
+def archive_the_run(root: Path) -> archive.Archive:
+    """Put tiny_repo's run into its committed archive, as the archive stage would."""
+    run_dir = root / "data" / "work" / "runs" / "dense" / "m" / "c1"
+    item = archive.RunFiles(
+        "data/work/runs/dense/m/c1", (run_dir / "run.parquet").read_bytes(), (run_dir / "run.json").read_bytes()
+    )
+    store = archive.Archive(root / "data" / "archive")
+    store.add([item], archive.Provenance(commit="c" * 40), dataset="tiny")
+    return store
+
+
+def test_a_run_that_is_not_here_is_recomputed_from_the_committed_archive(tmp_path):
+    root = tiny_repo(tmp_path)
+    store = archive_the_run(root)
+    ref = audit.MetricRef("m/c1", "map")
+    here = audit.verify(root, audit.assemble(root, ref), status=CLEAN)
+    assert here.ok
+    (copy,) = [link for link in here.links if link.check == "archive"]
+    assert copy.status == "ok" and "equals the run collapsed to documents" in copy.detail
+
+    # A clone without the DVC cache: no run folder. The number comes from the archive; the run is "not here".
+    shutil.rmtree(root / "data" / "work" / "runs")
+    lineage = audit.assemble(root, ref)
+    verification = audit.verify(root, lineage, status=CLEAN)
+    assert verification.ok, audit.render_verification(verification)
+    links = {link.check: link for link in verification.links}
+    assert (
+        links["recompute"].status == "ok"
+        and "from the committed archive (data/archive/docs/" in links["recompute"].detail
+    )
+    assert links["run file"].status == "unavailable" and not links["run file"].broken
+    assert links["archive"].status == "ok" and "sha256 matches its name" in links["archive"].detail
+    text = audit.render_verification(verification)
+    assert "not available here   run file" in text and "result: OK (1 link not available here, none broken)" in text
+    every = audit.verify_numbers(root)
+    assert [link.status for link in every if link.check == "recompute"] == ["ok"] * 4
+    assert any(link.check == "archive" and link.subject == "1 of 1 configurations" for link in every)
+    # Operational figures: checked against the archive's copy of run.json.
+    ops = audit.verify(root, audit.assemble(root, audit.parse_ref(["configs.m/c1.ops.latency_ms_p95"])), status=CLEAN)
+    assert ops.ok and "data/archive/meta/" in ops.links[0].detail
+
+    # An edited archive file breaks the chain; a run in neither place is missing.
+    docs = store.docs_file(store.index()["docs_sha256"][0])
+    table = pl.read_parquet(docs).with_columns(pl.col("score") * 2)
+    table.write_parquet(docs)
+    broken = audit.verify(root, audit.assemble(root, ref), status=CLEAN).broken
+    assert {(link.check, link.status) for link in broken} == {("recompute", "missing"), ("archive", "mismatch")}
+    shutil.rmtree(root / "data" / "archive")
+    broken = audit.verify(root, audit.assemble(root, ref), status=CLEAN).broken
+    assert {(link.check, link.status) for link in broken} == {("recompute", "missing"), ("run file", "missing")}
+    assert "the committed archive (data/archive) has no entry of this run" in broken[0].detail
+
+
+def test_paths_nothing_here_can_restore_are_not_available_here_not_broken(tmp_path):
+    root = tiny_repo(tmp_path)
+    lineage = audit.assemble(root, audit.MetricRef("m/c1", "ndcg@10"))
+    status = {
+        "queries": [{"changed outs": {"data/work/queries.parquet": "deleted"}}],
+        "score": [{"changed deps": {"data/work/runs": "modified"}}],
+    }
+    data = {"uncommitted": {"deleted": ["data/work/runs/dense/m/c1/"]}}
+    unavailable = {"data/work/queries.parquet": "2", "data/work/runs/dense/m/c1": "7.dir"}
+    (root / "data" / "work" / "queries.parquet").unlink()
+    shutil.rmtree(root / "data" / "work" / "runs" / "dense" / "m" / "c1")
+    links, _ = audit.check_lock(root, ["queries", "score"], status=(status, data), unavailable=unavailable)
+    found = {(link.subject, link.status) for link in links}
+    assert ("data/work/queries.parquet", "unavailable") in found
+    assert ("data/work/runs", "unavailable") in found  # holds only what is not here
+    assert not any(link.broken for link in links) and "2 not available here" in links[-1].detail
+    # A file that is here and changed stays broken, even inside a folder that also lacks outputs.
+    data = {"uncommitted": {"deleted": ["data/work/runs/dense/m/c1/"], "modified": ["data/work/runs/bm25/run.parquet"]}}
+    links, _ = audit.check_lock(root, ["score"], status=(status, data), unavailable=unavailable)
+    assert ("data/work/runs", "stale") in {(link.subject, link.status) for link in links}
+    # Without `unavailable` (a workspace whose cache has them), a deleted output is missing, as before.
+    verification = audit.verify(root, lineage, status=(status, {}))
+    assert ("data/work/queries.parquet", "missing") in {(link.subject, link.status) for link in verification.links}
 
 
 def test_bad_references_exit_2_naming_what_exists(tmp_path):

@@ -306,6 +306,31 @@ def test_slice_means_and_the_markdown_summary():
     assert make_card()["card_id"] in text and "howto (2)" in text and "sealed (not scored)" in text
 
 
+def test_the_cards_code_state_is_about_the_inputs_not_the_outputs_being_written(tmp_path):
+    """Clean while the report stage writes reports/, dvc.lock and the archive; the commit stays the
+    one whose inputs made the results when a later commit only adds those results."""
+    from releval.reporting.card_inputs import code_state
+
+    repo = tmp_path / "repo"
+    for path in ("stages/s.py", "conf/config.yaml", "params.yaml", "data/judgments/v2/judgments.jsonl"):
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).write_text("1\n")
+    run(["git", "init", "-q"], repo)
+    run(["git", "add", "-A"], repo)
+    run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "inputs"], repo)
+    inputs = run(["git", "rev-parse", "HEAD"], repo).stdout.strip()
+    (repo / "dvc.lock").write_text("stages:\n  x:\n    outs:\n    - path: data/other/out.bin\n      md5: '1'\n")
+    for path in ("reports/card.json", "data/archive/index/p.parquet", "data/other/out.bin", "data/.gitignore"):
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).write_text("written\n")
+    assert code_state(repo) == {"commit": inputs, "dirty": False, "dirty_paths": []}
+    run(["git", "add", "-A"], repo)
+    run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "results"], repo)
+    assert code_state(repo)["commit"] == inputs  # a clone of the results commit says the same
+    (repo / "data" / "judgments" / "v2" / "judgments.jsonl").write_text("2\n")
+    assert code_state(repo) == {"commit": inputs, "dirty": True, "dirty_paths": ["data/judgments/v2/judgments.jsonl"]}
+
+
 # --------------------------------------------------------------------------- on a real pipeline
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -120,6 +122,73 @@ def test_code_state_is_head_and_the_differing_code_paths(tmp_path):
         "dirty_paths": ["stages/a.py", "stages/b.py"],
     }
     assert revisions.code_state(repo)["dirty_paths"] == ["notes.md", "stages/a.py", "stages/b.py"]
+
+
+def test_code_state_excludes_globs_and_names_the_last_commit_that_changed_a_path(tmp_path):
+    repo = git_repo(tmp_path / "repo")
+    write(repo / "stages" / "a.py", "x = 1\n")
+    write(repo / "reports" / "r.md", "r\n")
+    first = commit_all(repo, "code")
+    write(repo / "reports" / "r.md", "s\n")
+    write(repo / "stages" / ".gitignore", "/x\n")
+    results = commit_all(repo, "results only")
+    state = revisions.code_state(repo, ("stages",), ("**/.gitignore",))
+    assert state == {"commit": first, "dirty": False, "dirty_paths": []}  # HEAD's stages/ are first's
+    assert revisions.code_state(repo)["commit"] == results
+    write(repo / "stages" / "sub" / ".gitignore", "/y\n")
+    assert not revisions.code_state(repo, ("stages",), ("**/.gitignore",))["dirty"]
+    assert revisions.code_state(repo, (), ("reports", "**/.gitignore"))["commit"] == first  # all but these
+
+
+def test_input_state_is_code_params_data_and_judgments_not_outputs(tmp_path):
+    repo = git_repo(tmp_path / "repo")
+    for path in ("stages/s.py", "conf/c.yaml", "params.yaml", "dvc.yaml", "data/judgments/v1/j.jsonl", "README.md"):
+        write(repo / path, "1\n")
+    inputs = commit_all(repo, "inputs")
+    lock = {"stages": {"x": {"outs": [{"path": "data/extra/out.parquet", "md5": "1"}]}}}
+    for path in (
+        "dvc.lock",
+        "reports/card.json",
+        "data/archive/index/p.parquet",
+        "data/work/w",
+        "data/models/m",
+        "data/extra/out.parquet",
+        "data/.gitignore",
+        "README.md",
+    ):
+        write(repo / path, "2\n")
+    assert revisions.input_state(repo, lock) == {"commit": inputs, "dirty": False, "dirty_paths": []}
+    commit_all(repo, "results")
+    assert revisions.input_state(repo, lock)["commit"] == inputs
+    for path in ("stages/s.py", "conf/c.yaml", "params.yaml", "dvc.yaml", "data/judgments/v1/j.jsonl"):
+        write(repo / path, "3\n")
+    assert revisions.input_state(repo, lock) == {
+        "commit": inputs,
+        "dirty": True,
+        "dirty_paths": ["conf/c.yaml", "data/judgments/v1/j.jsonl", "dvc.yaml", "params.yaml", "stages/s.py"],
+    }
+
+
+def test_unavailable_outs_are_what_neither_the_workspace_nor_the_cache_holds(tmp_path):
+    repo = git_repo(tmp_path / "repo")
+    subprocess.run([sys.executable, "-m", "dvc", "init", "-q"], cwd=repo, check=True, capture_output=True)
+    (repo / "dvc.yaml").write_text(
+        "stages:\n"
+        "  a:\n    cmd: echo a > cached.txt\n    outs: [cached.txt]\n"
+        "  b:\n    cmd: echo b > local.txt\n    outs: [{local.txt: {cache: false}}]\n"
+        "  c:\n    cmd: echo c > kept.txt\n    outs: [{kept.txt: {cache: false}}]\n"
+    )
+    (repo / ".gitignore").write_text("/local.txt\n")
+    subprocess.run([sys.executable, "-m", "dvc", "repro", "-q"], cwd=repo, check=True, capture_output=True)
+    assert revisions.unavailable_outs(repo) == {}
+    (repo / "cached.txt").unlink()
+    (repo / "local.txt").unlink()
+    assert revisions.unavailable_outs(repo) == {"local.txt": "3b5d5c3712955042212316173ccf37be"}  # cached: restorable
+    commit_all(repo, "run")  # kept.txt is committed: deleting it is not "unavailable"
+    (repo / "kept.txt").unlink()
+    for entry in (repo / ".dvc" / "cache").iterdir():
+        shutil.rmtree(entry)
+    assert set(revisions.unavailable_outs(repo)) == {"cached.txt", "local.txt"}
 
 
 def test_workspace_state_lists_tracked_changes_as_git_prints_them(tmp_path):

@@ -5,9 +5,11 @@
     releval archive --list                # what the archive holds
 
 Runs are read through DVC (the local cache; `dvc fetch --rev REV` first if they are only on a
-remote) and recorded with the revision's commit hash. A run already archived is left as it
-was. The `archive` pipeline stage adds the workspace's current runs; run `dvc repro` afterwards
-to re-score what this brought back (the `rescore` stage).
+remote), kept at document level to the depth the revision's metrics need, and recorded with the
+revision's commit hash. A run already archived is left as it was. The archive (data/archive) is
+committed to git: commit what this adds and every clone has it. The `archive` pipeline stage adds
+the workspace's current runs; run `dvc repro` afterwards to re-score what this brought back (the
+`rescore` stage).
 """
 
 from __future__ import annotations

@@ -13,9 +13,15 @@ recomputed from the stored run and judgments, the run file's hash, every dvc.loc
 the files on disk (DVC's own status), the sidecar hashes. Exit 0 when every link holds, 1 when
 any is broken (each broken link is named: stale, modified, missing or mismatch), 2 on bad input.
 
+What git does not hold and the DVC cache lacks (a fresh clone without a remote: embeddings,
+indexes, chunk-level runs, data/work) is "not available here", not broken: every committed number
+is still recomputed, from the run's document-level form in the committed archive (data/archive)
+and the queries and qrels rebuilt from the committed corpus, queries and judgments by the
+revision's own ingest, queries and judgments stage scripts (their md5 checked against dvc.lock).
+
 With ``--rev REV`` the repository at REV is cloned into a temporary folder (``git clone
 --shared``; the repository itself is not touched), its data restored from this repository's
-DVC cache with ``dvc checkout``, and audited there.
+DVC cache with ``dvc checkout`` as far as the cache holds it, and audited there.
 """
 
 from __future__ import annotations
@@ -88,7 +94,10 @@ def _audit(root: Path, args: argparse.Namespace) -> int:
         )
     else:
         if args.rev:
-            print(f"(revision {args.rev}: a temporary clone, data restored from this repository's DVC cache)")
+            print(
+                f"(revision {args.rev}: a temporary clone, data restored from this repository's DVC cache "
+                "as far as it holds it)"
+            )
         print(audit.render_lineage(lineage))
         print()
         print(audit.render_verification(verification))

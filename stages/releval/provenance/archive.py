@@ -1,29 +1,55 @@
-"""The run archive: every run ever produced, kept by content hash, and its re-scoring.
+"""The run archive: every run ever produced, kept in git by content hash, and its re-scoring.
 
-Layout of an archive directory (``data/archive/``, a ``persist: true`` DVC output)::
+An archive directory (``data/archive/``: the ``archive`` stage's output, declared ``cache: false``
+and ``persist: true``, so git tracks it and a ``git clone`` brings every archived run, with no
+DVC remote)::
 
-    index.parquet                 one row per archived (run_sha256, config_id); see INDEX_SCHEMA
-    runs/<run_sha256>.parquet     the chunk-level run table, byte for byte as a stage wrote it
-    meta/<meta_sha256>.json       its run.json sidecar, byte for byte
+    README.md                   what the folder is (its one fixed file: git keeps the folder)
+    index/<sha256>.parquet      index parts: the rows (INDEX_SCHEMA) one `add` appended
+    docs/<sha256>.parquet       one run at the judged unit: query_id, doc_id, score (DOC_RUN)
+    meta/<sha256>.json          its run.json sidecar, byte for byte
 
-Both folders are content-addressed: a file's name is the sha256 of its bytes. Runs and sidecars
-are stored separately because one run table can stand for several configurations (the same
-model under two names gives byte-identical runs, but two run.json files).
+Every file is named by the sha256 of its bytes. An entry is keyed by (run_sha256, config_id),
+run_sha256 being the sha256 of the chunk-level run.parquet the run stage wrote (what
+reports/lineage.json records). Adding a key already there is a no-op (the first record wins: its
+commit, date and parameters are kept); nothing is deleted or rewritten; new entries are a new
+index part. The index therefore grows by files, never by edits: two branches that archived
+different runs merge without a conflict (a key archived on both keeps its earlier record). Writes
+hold an exclusive lock on the directory and go through :mod:`releval.io`.
 
-Rules: an entry is keyed by (run_sha256, config_id); adding a key that is already there is a
-no-op (the first record wins: its commit, date and parameters are kept); nothing is ever
-deleted or rewritten -- the index is only ever replaced, atomically, by itself plus new rows,
-under an exclusive lock on the archive directory. Files are written through :mod:`releval.io`.
+What is kept of a run: the chunk-level table collapsed to documents exactly as scoring collapses
+it (:func:`releval.measurement.scoring.document_run`), for every query the run holds (the split
+is applied when scoring), scores unchanged, to the depth the contract's metrics need
+(:func:`archive_depth`: every document when a metric reads the whole ranking, as map does; else
+the largest cutoff, plus the documents tied with the last one kept). Scoring reads only (query,
+document, score), so a run re-scored from this form gives exactly the numbers of its chunk-level
+table. Chunk ids, chunk rows and ranks are not kept here: they stay in DVC's cache as the run
+stages' outputs.
 
-Provenance of an entry: the git commit it came from (``git rev-parse HEAD`` when archived from
-the workspace, with ``dirty`` and the ``dirty_paths`` that differ from that commit -- paths
-that are DVC outputs, and ``dvc.lock``, do not count; the revision's own hash when brought back
-from a commit or experiment), the DVC stage that wrote it and the digest of that stage's
-parameters as dvc.lock records them, the dataset name, and when it was first archived. Git and
-dvc.lock are read through :mod:`releval.provenance.revisions`.
+Size (measured): a run of the shipped default data (143 documents, 58 dev queries, map among the
+metrics, so every retrieved document: 5,900-8,300 rows) is 38-60 KB (minilm/c256 38, bm25/c256 49,
+rrf 60), about a fifth of its chunk-level table; its run.json and index row add about 3 KB. A
+commit whose repro changes all 16 runs of the default grid therefore adds about 0.8 MB to the
+repository, one that changes a single configuration 40-65 KB (unchanged runs are not stored
+again), a judgments-only change nothing. The tests' small cut (12 dev queries, 37 documents) is
+about 4 KB per run.
 
-Re-scoring (:func:`rescore`) reads only run tables: it collapses each to documents and scores it
-exactly as the ``score`` stage does (:mod:`releval.measurement.scoring`,
+A team with a DVC remote keeps the big artefacts there instead of in git: embeddings, indexes and
+the chunk-level runs are DVC outputs of every commit; ``dvc push`` sends them to the remote, and
+``releval archive --from-rev REV`` (after ``dvc fetch --rev REV``) brings a commit's runs back into
+this archive. A chunk-level archive as such would be a second, cached ``persist: true`` output
+(say ``data/archive-chunks``, run.parquet files by hash), pushed to the remote like any output;
+nothing here needs it, and without the remote a clone could not read it.
+
+Provenance of an entry: the commit whose inputs made it (:func:`workspace_provenance`: the last
+commit that changed an input -- code, configuration, data, judgments -- with ``dirty`` and the
+``dirty_paths`` that differ from HEAD; outputs, dvc.lock and .gitignore files are not inputs; the
+revision's own hash when brought back from a commit or experiment), the DVC stage that wrote it
+and the digest of that stage's parameters as dvc.lock records them, the dataset name, and when it
+was first archived. Git and dvc.lock are read through :mod:`releval.provenance.revisions`.
+
+Re-scoring (:func:`score_archive`) reads only the document-level runs and scores them exactly as
+the ``score`` stage does (:mod:`releval.measurement.scoring`,
 :func:`releval.measurement.metrics.evaluate`, holdout queries left out).
 """
 
@@ -35,6 +61,7 @@ import hashlib
 import io as _stdio
 import json
 import os
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Iterable, Iterator, Mapping, Sequence
@@ -50,37 +77,61 @@ from releval.errors import InputError
 from releval.measurement.metrics import Contract, parse_metrics
 from releval.provenance import revisions
 from releval.provenance.revisions import StageOut
+from releval.tables import DOC_RUN
 from releval import paths
 
-INDEX_NAME = "index.parquet"
-RUNS_DIR = "runs"
+README = "README.md"
+INDEX_DIR = "index"
+DOCS_DIR = "docs"
 META_DIR = "meta"
+# The layout before the archive was committed (a cached DVC output): one index.parquet and the
+# chunk-level runs in runs/. Archive.migrate_legacy converts it.
+LEGACY_INDEX = "index.parquet"
+LEGACY_RUNS_DIR = "runs"
 DEFAULT_RUNS_ROOT = paths.RUNS
 WORKSPACE = "workspace"
+
+README_TEXT = """# The run archive
+
+Every run this repository's pipeline has produced, collapsed to documents, kept in git so that a
+clone has the whole history without a DVC remote. Written by the `archive` stage and
+`releval archive`; read by the `rescore` stage (reports/history.md) and `releval audit`.
+Every file is named by the sha256 of its bytes: do not edit them.
+
+- `index/<sha256>.parquet`: the entries one archiving added (run hash, configuration, commit, params)
+- `docs/<sha256>.parquet`: one run at document level (query_id, doc_id, score)
+- `meta/<sha256>.json`: that run's run.json sidecar
+
+See `releval.provenance.archive`.
+"""
 
 INDEX_SCHEMA = pl.Schema(
     {
         "run_sha256": pl.Utf8,  # sha256 of run.parquet's bytes (= reports/lineage.json's run_sha256)
         "config_id": pl.Utf8,
+        "docs_sha256": pl.Utf8,  # sha256 of the document-level run: docs/<docs_sha256>.parquet
         "meta_sha256": pl.Utf8,  # sha256 of run.json's bytes: meta/<meta_sha256>.json
         "kind": pl.Utf8,  # dense | bm25 | fused | reranked
         "chunking": pl.Utf8,
         "models": pl.List(pl.Utf8),  # every model the run used (run.json "models"), sorted
         "dataset": pl.Utf8,  # params dataset.name where the run was made
         "run_path": pl.Utf8,  # where it lived, e.g. data/work/runs/dense/minilm/c256
-        "rows": pl.Int64,
+        "rows": pl.Int64,  # chunk-level rows
+        "depth": pl.Int64,  # documents kept per query (and any tied with the last); null: all of them
+        "doc_rows": pl.Int64,  # document-level rows kept
         "stage": pl.Utf8,  # the DVC stage that wrote it, e.g. retrieve@minilm-c256
         "params_digest": pl.Utf8,  # sha256 of that stage's params in dvc.lock (canonical JSON)
         "params_json": pl.Utf8,  # those params themselves
         "dvc_out_md5": pl.Utf8,  # the DVC hash of the stage output holding the run
-        "commit": pl.Utf8,  # git commit the run came from (null: no commit yet)
+        "commit": pl.Utf8,  # the commit whose inputs made the run (null: no commit yet)
         "commit_date": pl.Utf8,  # that commit's committer date (ISO 8601)
-        "dirty": pl.Boolean,  # the workspace differed from `commit` when archived
+        "dirty": pl.Boolean,  # the inputs differed from that commit when archived
         "dirty_paths": pl.List(pl.Utf8),
         "source": pl.Utf8,  # workspace | rev:<REV> | exp:<NAME>
         "archived_at": pl.Utf8,  # when first archived, ISO 8601 UTC
     }
 )
+_DOCUMENT_COLUMNS = ("docs_sha256", "depth", "doc_rows")  # what the legacy index lacks
 
 _MAX_DIRTY_PATHS = 50
 
@@ -105,6 +156,43 @@ def _canonical_json(obj: Any) -> str:
 
 def empty_index() -> pl.DataFrame:
     return pl.DataFrame(schema=INDEX_SCHEMA)
+
+
+def parquet_bytes(frame: pl.DataFrame) -> bytes:
+    """The bytes :func:`releval.io.write_parquet` writes for ``frame`` (statistics off, zstd)."""
+    buffer = _stdio.BytesIO()
+    frame.write_parquet(buffer, statistics=False, compression="zstd")
+    return buffer.getvalue()
+
+
+# --------------------------------------------------------------------------- what a run becomes
+
+
+def archive_depth(metrics: Sequence[str]) -> int | None:
+    """Documents per query the archive keeps for ``metrics``: None (all) when one reads the whole
+    ranking (map, mrr or rprec without a cutoff), else the largest cutoff."""
+    parsed = parse_metrics(metrics)
+    return None if any(m.k is None for m in parsed) else max(m.k for m in parsed if m.k is not None)
+
+
+def document_table(chunk_run: pl.DataFrame, depth: int | None = None) -> pl.DataFrame:
+    """What the archive keeps of a chunk-level run: each query's documents at their best chunk
+    (:func:`releval.measurement.scoring.document_run`, every query), DOC_RUN's columns, in rank
+    order; with ``depth``, each query's ``depth`` best scores and every document tied with the
+    last of them (so any tie rule's top ``depth`` is inside)."""
+    docs = scoring.document_run(chunk_run).select(DOC_RUN.columns)
+    if depth is None:
+        return docs
+    return docs.filter(pl.col("score").rank("min", descending=True).over("query_id") <= depth)
+
+
+def too_shallow(depth: int | None, metrics: Sequence[str]) -> str | None:
+    """Why a run archived to ``depth`` cannot be scored under ``metrics`` (None: it can)."""
+    needed = archive_depth(metrics)
+    if depth is None or (needed is not None and needed <= depth):
+        return None
+    need = "every retrieved document" if needed is None else f"the top {needed}"
+    return f"archived to depth {depth} (documents per query); the metrics need {need}"
 
 
 # --------------------------------------------------------------------------- what is added
@@ -149,14 +237,27 @@ class RunFiles:
             )
         return meta
 
+    def chunk_run(self) -> pl.DataFrame:
+        """The run table, checked to be one."""
+        try:
+            frame = pl.read_parquet(_stdio.BytesIO(self.run_bytes))
+        except Exception as exc:  # polars raises several types for a bad file
+            raise InputError(f"not a readable parquet run table: {exc}", file=f"{self.run_path}/run.parquet") from None
+        missing = [c for c in runs.RUN_SCHEMA if c not in frame.columns]
+        if missing:
+            raise InputError(f"not a run table: missing columns {missing}", file=f"{self.run_path}/run.parquet")
+        return frame
+
 
 @dataclass
 class AddReport:
     added: list[tuple[str, str]] = field(default_factory=list)  # (run_sha256, config_id)
     present: list[tuple[str, str]] = field(default_factory=list)  # already archived: left as they were
+    bytes_added: int = 0  # new files' bytes (what the commit that records them grows by)
 
     def summary(self) -> str:
-        return f"{len(self.added)} added, {len(self.present)} already archived"
+        grown = f" ({self.bytes_added / 1024:.1f} KiB of new files)" if self.bytes_added else ""
+        return f"{len(self.added)} added, {len(self.present)} already archived{grown}"
 
 
 # --------------------------------------------------------------------------- the archive
@@ -169,29 +270,46 @@ class Archive:
         self.root = Path(root)
 
     @property
-    def index_path(self) -> Path:
-        return self.root / INDEX_NAME
+    def index_dir(self) -> Path:
+        return self.root / INDEX_DIR
 
-    def run_file(self, run_sha256: str) -> Path:
-        return self.root / RUNS_DIR / f"{run_sha256}.parquet"
+    def docs_file(self, docs_sha256: str) -> Path:
+        return self.root / DOCS_DIR / f"{docs_sha256}.parquet"
 
     def meta_file(self, meta_sha256: str) -> Path:
         return self.root / META_DIR / f"{meta_sha256}.json"
 
+    def index_parts(self) -> list[Path]:
+        return sorted(self.index_dir.glob("*.parquet")) if self.index_dir.is_dir() else []
+
     def index(self) -> pl.DataFrame:
-        if not self.index_path.exists():
+        """Every entry, oldest first; a key in two parts (branches merged) keeps its earlier record."""
+        frames = []
+        for part in self.index_parts():
+            frame = pl.read_parquet(part)
+            missing = [name for name in INDEX_SCHEMA if name not in frame.columns]
+            if missing:
+                raise InputError(f"not a run archive index part: missing columns {missing}", file=str(part))
+            frames.append(frame.select(list(INDEX_SCHEMA)).with_columns(pl.lit(part.name).alias("_part")))
+        if not frames:
             return empty_index()
-        frame = pl.read_parquet(self.index_path)
-        missing = [name for name in INDEX_SCHEMA if name not in frame.columns]
-        if missing:
-            raise InputError(f"not a run archive index: missing columns {missing}", file=str(self.index_path))
-        return frame.select(list(INDEX_SCHEMA))
+        index = pl.concat(frames).sort("archived_at", "_part", maintain_order=True)
+        return index.unique(subset=["run_sha256", "config_id"], keep="first", maintain_order=True).drop("_part")
+
+    def entry(self, run_sha256: str, config_id: str) -> dict[str, Any] | None:
+        """The index row of (run_sha256, config_id), or None."""
+        rows = self.index().filter((pl.col("run_sha256") == run_sha256) & (pl.col("config_id") == config_id))
+        return rows.row(0, named=True) if rows.height else None
 
     def ensure(self) -> None:
-        """Create an empty archive (directory and index) if there is none."""
+        """Create the archive directory and its README if there is none."""
         with self._locked():
-            if not self.index_path.exists():
-                io.write_parquet(self.index_path, empty_index())
+            self._write_readme()
+
+    def _write_readme(self) -> None:
+        path = self.root / README
+        if not path.exists() or path.read_text(encoding="utf-8") != README_TEXT:
+            io.write_text(path, README_TEXT)
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
@@ -204,38 +322,89 @@ class Archive:
             os.close(fd)  # releases the lock
 
     def add(
-        self, items: Iterable[RunFiles], provenance: Provenance, *, dataset: str | None, archived_at: str | None = None
+        self,
+        items: Iterable[RunFiles],
+        provenance: Provenance,
+        *,
+        dataset: str | None,
+        depth: int | None = None,
+        archived_at: str | None = None,
     ) -> AddReport:
-        """Add runs; a (run_sha256, config_id) already archived is left exactly as it was."""
+        """Add runs, each kept to ``depth`` documents per query (None: all); a (run_sha256,
+        config_id) already archived is left exactly as it was."""
         report = AddReport()
         archived_at = archived_at or holdout.utc_now()
         with self._locked():
-            index = self.index()
-            known = set(zip(index["run_sha256"].to_list(), index["config_id"].to_list()))
-            rows, new_items = [], []
+            known = set(zip(*self._keys()))
+            rows, files = [], {}
             for item in items:  # every item is checked before anything is written
                 meta = item.meta()
                 key = (item.run_sha256, meta["config_id"])
                 if key in known:
                     report.present.append(key)
                     continue
-                rows.append(_index_row(item, meta, _run_rows(item), provenance, dataset, archived_at))
-                new_items.append(item)
+                chunk_run = item.chunk_run()
+                docs_sha, docs_rows = self._documents(chunk_run, depth, files)
+                files[self.meta_file(item.meta_sha256)] = item.meta_bytes
+                rows.append(
+                    _index_row(item, meta, chunk_run.height, (docs_sha, depth, docs_rows), provenance, dataset)
+                    | {"archived_at": archived_at}
+                )
                 known.add(key)
                 report.added.append(key)
-            for item in new_items:  # files first: an index row never names a file that is not there
-                self._store(self.run_file(item.run_sha256), item.run_bytes)
-                self._store(self.meta_file(item.meta_sha256), item.meta_bytes)
-            if rows:
-                new = pl.DataFrame(rows, schema=INDEX_SCHEMA, orient="row")
-                io.write_parquet(self.index_path, pl.concat([index, new]))
-            elif not self.index_path.exists():
-                io.write_parquet(self.index_path, empty_index())
+            report.bytes_added = self._write(rows, files)
         return report
 
+    def migrate_legacy(self, depth: int | None = None) -> int:
+        """Convert an archive of the earlier layout (index.parquet and chunk-level runs/, a cached
+        DVC output) to this one, entry for entry and record for record, each run kept to ``depth``;
+        the legacy files are then removed. Returns the entries converted (0: nothing to convert)."""
+        legacy = self.root / LEGACY_INDEX
+        if not legacy.exists():
+            return 0
+        with self._locked():
+            old = pl.read_parquet(legacy)
+            missing = [n for n in INDEX_SCHEMA if n not in old.columns and n not in _DOCUMENT_COLUMNS]
+            if missing:
+                raise InputError(f"not a run archive index: missing columns {missing}", file=str(legacy))
+            known = set(zip(*self._keys()))
+            rows, files = [], {}
+            for row in old.iter_rows(named=True):
+                if (row["run_sha256"], row["config_id"]) in known:
+                    continue
+                chunk_run = _read_verified(self.root / LEGACY_RUNS_DIR / f"{row['run_sha256']}.parquet")
+                docs_sha, docs_rows = self._documents(chunk_run, depth, files)
+                rows.append({**row, "docs_sha256": docs_sha, "depth": depth, "doc_rows": docs_rows})
+                known.add((row["run_sha256"], row["config_id"]))
+            self._write(rows, files)
+            legacy.unlink()
+            shutil.rmtree(self.root / LEGACY_RUNS_DIR, ignore_errors=True)
+        return len(rows)
+
+    def _keys(self) -> tuple[list[str], list[str]]:
+        index = self.index()
+        return index["run_sha256"].to_list(), index["config_id"].to_list()
+
+    def _documents(self, chunk_run: pl.DataFrame, depth: int | None, files: dict[Path, bytes]) -> tuple[str, int]:
+        """Queue the run's document-level form in ``files``; its (sha256, rows)."""
+        docs = document_table(chunk_run, depth)
+        data = parquet_bytes(docs)
+        docs_sha = sha256_bytes(data)
+        files[self.docs_file(docs_sha)] = data
+        return docs_sha, docs.height
+
+    def _write(self, rows: list[dict[str, Any]], files: Mapping[Path, bytes]) -> int:
+        """Files first, then the index part naming them (an entry never names a missing file)."""
+        self._write_readme()
+        written = sum(self._store(target, data) for target, data in files.items())
+        if rows:
+            part = parquet_bytes(pl.DataFrame(rows, schema=INDEX_SCHEMA, orient="row"))
+            written += self._store(self.index_dir / f"{sha256_bytes(part)}.parquet", part)
+        return written
+
     @staticmethod
-    def _store(target: Path, data: bytes) -> None:
-        """Write a content-addressed file once; an existing one must already hold these bytes."""
+    def _store(target: Path, data: bytes) -> int:
+        """Write a content-addressed file once (returns its size; 0 when it was there)."""
         if target.exists():
             if target.stat().st_size != len(data):
                 raise InputError(
@@ -243,44 +412,49 @@ class Archive:
                     f"expected {len(data)}): the archive was edited",
                     file=str(target),
                 )
-            return
+            return 0
         io.write_bytes(target, data)
+        return len(data)
 
-    def read_run(self, run_sha256: str, *, verify: bool = True) -> pl.DataFrame:
-        path = self.run_file(run_sha256)
+    def read_documents(self, docs_sha256: str, *, verify: bool = True) -> pl.DataFrame:
+        """A document-level run (query_id, doc_id, score), its bytes checked against its name."""
+        path = self.docs_file(docs_sha256)
         if not path.exists():
             raise InputError("archived run missing (the index names it)", file=str(path))
-        data = path.read_bytes()
-        if verify and sha256_bytes(data) != run_sha256:
-            raise InputError(
-                f"sha256 {sha256_bytes(data)} does not match the file's name: the archive was edited", file=str(path)
-            )
-        return pl.read_parquet(_stdio.BytesIO(data))
+        return _read_verified(path, verify=verify)
 
     def read_meta(self, meta_sha256: str) -> dict[str, Any]:
         return json.loads(self.meta_file(meta_sha256).read_text(encoding="utf-8"))
 
 
-def _run_rows(item: RunFiles) -> int:
-    try:
-        frame = pl.read_parquet(_stdio.BytesIO(item.run_bytes))
-    except Exception as exc:  # polars raises several types for a bad file
-        raise InputError(f"not a readable parquet run table: {exc}", file=f"{item.run_path}/run.parquet") from None
-    missing = [c for c in runs.RUN_SCHEMA if c not in frame.columns]
-    if missing:
-        raise InputError(f"not a run table: missing columns {missing}", file=f"{item.run_path}/run.parquet")
-    return frame.height
+def _read_verified(path: Path, *, verify: bool = True) -> pl.DataFrame:
+    """A content-addressed parquet file, its sha256 checked against its name."""
+    if not path.exists():
+        raise InputError("archived file missing (the index names it)", file=str(path))
+    data = path.read_bytes()
+    if verify and sha256_bytes(data) != path.stem:
+        raise InputError(
+            f"sha256 {sha256_bytes(data)} does not match the file's name: the archive was edited", file=str(path)
+        )
+    return pl.read_parquet(_stdio.BytesIO(data))
 
 
 def _index_row(
-    item: RunFiles, meta: dict[str, Any], rows: int, provenance: Provenance, dataset: str | None, archived_at: str
+    item: RunFiles,
+    meta: dict[str, Any],
+    rows: int,
+    documents: tuple[str, int | None, int],
+    provenance: Provenance,
+    dataset: str | None,
 ) -> dict[str, Any]:
     out = item.out
     params = out.params if out else None
     models = meta.get("models") or {}
+    docs_sha, depth, doc_rows = documents
     return {
         "run_sha256": item.run_sha256,
         "config_id": meta["config_id"],
+        "docs_sha256": docs_sha,
         "meta_sha256": item.meta_sha256,
         "kind": meta.get("kind"),
         "chunking": meta.get("chunking"),
@@ -288,6 +462,8 @@ def _index_row(
         "dataset": dataset,
         "run_path": item.run_path,
         "rows": rows,
+        "depth": depth,
+        "doc_rows": doc_rows,
         "stage": out.stage if out else None,
         "params_digest": params_digest(params),
         "params_json": _canonical_json(params) if params else None,
@@ -297,7 +473,6 @@ def _index_row(
         "dirty": provenance.dirty,
         "dirty_paths": list(provenance.dirty_paths),
         "source": provenance.source,
-        "archived_at": archived_at,
     }
 
 
@@ -312,29 +487,21 @@ def producing_out(run_path: str, outs: Sequence[StageOut]) -> StageOut | None:
 
 
 def workspace_provenance(repo: str | os.PathLike, lock: Mapping[str, Any]) -> Provenance:
-    """HEAD, and which paths differ from it (DVC outputs, dvc.lock and .gitignore files do not count)."""
-    head = revisions.head_commit(repo)
-    changed = revisions.changed_paths(repo)
-    if changed is None:  # not a git repository
+    """The commit whose inputs the workspace holds, and the inputs that differ from HEAD
+    (:func:`releval.provenance.revisions.input_state`; what the pipeline writes is no input)."""
+    if revisions.changed_paths(repo) is None:  # not a git repository
         return Provenance(commit=None, dirty=True, dirty_paths=("<not a git repository>",))
-    ignored_outs = [PurePosixPath(p) for p in revisions.output_paths(lock)]
-    dirty = [path for path in changed if not _bookkeeping(path, ignored_outs)]
-    if head is None:
+    state = revisions.input_state(repo, lock)
+    commit, dirty = state["commit"], list(state["dirty_paths"])
+    if commit is None:
         dirty = dirty or ["<no commit yet>"]
     return Provenance(
-        commit=head,
+        commit=commit,
         dirty=bool(dirty),
-        dirty_paths=tuple(sorted(dirty)[:_MAX_DIRTY_PATHS]),
+        dirty_paths=tuple(dirty[:_MAX_DIRTY_PATHS]),
         source=WORKSPACE,
-        commit_date=revisions.commit_date(repo, head) if head else None,
+        commit_date=revisions.commit_date(repo, commit) if commit else None,
     )
-
-
-def _bookkeeping(path: str, outs: Sequence[PurePosixPath]) -> bool:
-    p = PurePosixPath(path.rstrip("/"))
-    if p.name in ("dvc.lock", ".gitignore") or (p.parts and p.parts[0] == ".dvc"):
-        return True
-    return any(p == out or out in p.parents for out in outs)
 
 
 # --------------------------------------------------------------------------- collecting runs
@@ -394,17 +561,31 @@ def revision_runs(repo: str | os.PathLike, commit: str, runs_root: str = DEFAULT
     return found
 
 
-def dataset_at(repo: str | os.PathLike, commit: str | None, params_file: str = "params.yaml") -> str | None:
-    """params ``dataset.name`` at a commit (None when unknown)."""
+def params_at(repo: str | os.PathLike, commit: str | None, params_file: str = paths.PARAMS) -> dict[str, Any]:
+    """The params a commit recorded ({} when unknown)."""
     data = revisions.show_file(commit, params_file, repo) if commit else None
     if data is None:
-        return None
+        return {}
     try:
         params = yaml.safe_load(data.decode("utf-8")) or {}
     except yaml.YAMLError:
-        return None
-    name = (params.get("dataset") or {}).get("name") if isinstance(params, dict) else None
+        return {}
+    return params if isinstance(params, dict) else {}
+
+
+def dataset_at(repo: str | os.PathLike, commit: str | None, params_file: str = paths.PARAMS) -> str | None:
+    """params ``dataset.name`` at a commit (None when unknown)."""
+    name = (params_at(repo, commit, params_file).get("dataset") or {}).get("name")
     return str(name) if name is not None else None
+
+
+def depth_at(repo: str | os.PathLike, commit: str | None, params_file: str = paths.PARAMS) -> int | None:
+    """The archive depth for the metrics a commit measured (None, all documents, when unknown)."""
+    metrics = (params_at(repo, commit, params_file).get("metric") or {}).get("metrics")
+    try:
+        return archive_depth(list(metrics)) if metrics else None
+    except InputError:  # a metric this version does not know: keep everything
+        return None
 
 
 def archive_revision(
@@ -421,7 +602,7 @@ def archive_revision(
     provenance = Provenance(
         commit=commit, dirty=False, source=source or f"rev:{rev}", commit_date=revisions.commit_date(repo, commit)
     )
-    report = archive.add(found, provenance, dataset=dataset_at(repo, commit))
+    report = archive.add(found, provenance, dataset=dataset_at(repo, commit), depth=depth_at(repo, commit))
     return commit, len(found), report
 
 
@@ -452,31 +633,39 @@ def score_archive(
 ) -> dict[tuple[str, str], dict[str, Any]]:
     """Score every distinct archived run under each judgment version.
 
-    Returns {(run_sha256, version): {"mean": {...}, "counts": {...}}}; a run table shared by
-    several configurations is read and scored once.
+    Returns {(run_sha256, version): {"mean": {...}, "counts": {...}, "error": ...}}; a run shared
+    by several configurations is read and scored once (from its deepest document-level form).
     """
     wanted = query_ids.to_list()
     scores = {}
-    for run_sha in sorted(set(index["run_sha256"].to_list())):
-        doc_run = scoring.document_run(archive.read_run(run_sha), wanted)
+    deepest = index.sort(pl.col("depth").fill_null(2**62), descending=True, maintain_order=True).unique(
+        "run_sha256", keep="first", maintain_order=True
+    )
+    for entry in deepest.sort("run_sha256").iter_rows(named=True):
+        run_sha, shallow = entry["run_sha256"], too_shallow(entry["depth"], metrics)
+        doc_run = None if shallow else holdout.restrict(archive.read_documents(entry["docs_sha256"]), wanted)
         for version in judged:
-            scores[(run_sha, version.version)] = _evaluate(version.qrels, doc_run, metrics, contract, run_sha)
+            scores[(run_sha, version.version)] = (
+                _unscored(metrics, shallow)
+                if doc_run is None
+                else _evaluate(version.qrels, doc_run, metrics, contract, run_sha)
+            )
     return scores
+
+
+def _unscored(metrics: Sequence[str], why: str) -> dict[str, Any]:
+    return {"mean": {m: None for m in metrics}, "counts": {"queries_evaluated": 0}, "error": why}
 
 
 def _evaluate(
     qrels: pl.DataFrame, run: pl.DataFrame, metrics: Sequence[str], contract: Contract, run_sha: str
 ) -> dict[str, Any]:
     if run.height == 0:
-        return {
-            "mean": {m: None for m in metrics},
-            "counts": {"queries_evaluated": 0},
-            "error": "the run has no scored query",
-        }
+        return _unscored(metrics, "the run has no scored query")
     try:
         evaluation = scoring.score_table(run, qrels, metrics, contract, run_source=f"archive run {run_sha[:12]}")
     except InputError as exc:
-        return {"mean": {m: None for m in metrics}, "counts": {"queries_evaluated": 0}, "error": exc.detail}
+        return _unscored(metrics, exc.detail)
     return {"mean": evaluation.mean, "counts": evaluation.counts, "error": None}
 
 
@@ -641,7 +830,7 @@ def history_markdown(
         f"{table.height} archived (run, configuration) pairs.",
         "",
         "Runs of one configuration id made under different parameters are told apart by `params` (the digest "
-        "of the producing stage's params in dvc.lock; the full params are in data/archive/index.parquet).",
+        "of the producing stage's params in dvc.lock; the full params are in the index of data/archive/).",
         "",
         "| # | configuration | " + " | ".join(shown) + " | queries | run | params | commit | archived |",
         "|---:|---|" + "---:|" * len(shown) + "---:|---|---|---|---|",

@@ -11,8 +11,12 @@ installed package versions and the git commit.
 * **recompute**: the number again from the stored run and judgments, with the metric engine,
   under the contract recorded in metrics.json, chunks collapsed to documents exactly as
   stages/score.py does (:mod:`releval.measurement.scoring`), on the queries score.py
-  scored (:mod:`releval.measurement.holdout`); equal means bit-for-bit equal;
-* **run file**: its sha256 against reports/lineage.json;
+  scored (:mod:`releval.measurement.holdout`); equal means bit-for-bit equal. A run that is not
+  here (a clone without the DVC cache) is read from the committed archive, where it is kept at
+  document level (:mod:`releval.provenance.archive`; the same numbers), and queries and qrels
+  that are not here are rebuilt from the committed sources (:func:`rebuild_inputs`, **inputs**);
+* **run file**: its sha256 against reports/lineage.json; **archive**: the committed copy of the
+  run, its sha256 against its name and, with the run here, its rows against the run collapsed;
 * **dvc.lock**: every recorded hash of every stage in the lineage against the files on disk,
   using DVC's own status (``Repo.status()``, DVC's md5 and ``.dir`` hashing) and, for
   directories, ``Repo.data_status(granular=True)`` to name the file inside that changed;
@@ -21,17 +25,26 @@ installed package versions and the git commit.
 
 A link is ``ok`` or broken as ``stale`` (an input changed after the stage ran), ``modified`` (an
 output changed after it was written), ``missing`` or ``mismatch`` (a recomputed number or a
-recorded hash that differs). Pure-ish: it reads the repository it is given (git, dvc.lock and
-DVC through :mod:`releval.provenance.revisions`) and writes nothing; to audit another revision,
-audit the temporary copy :func:`releval.provenance.revisions.checkout_revision` makes.
+recorded hash that differs); a ``note``; or ``unavailable``, not broken: what neither the copy
+nor the local DVC cache holds (embeddings, indexes, chunk-level runs in a fresh clone without a
+remote; :func:`releval.provenance.revisions.unavailable_outs`), reported "not available here".
+
+Pure-ish: it reads the repository it is given (git, dvc.lock and DVC through
+:mod:`releval.provenance.revisions`) and writes nothing there (inputs it rebuilds go to a
+temporary folder); to audit another revision, audit the temporary copy
+:func:`releval.provenance.revisions.checkout_revision` makes.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import math
-from collections.abc import Mapping, Sequence
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -40,8 +53,8 @@ from typing import Any
 import polars as pl
 
 from releval import io
-from releval.measurement import holdout
-from releval.provenance import revisions
+from releval.measurement import holdout, scoring
+from releval.provenance import archive, revisions
 from releval.retrieval import runs
 from releval.errors import InputError
 from releval import paths
@@ -238,6 +251,7 @@ class Lineage:
     packages: dict[str, str]
     git: dict[str, Any]
     root: str
+    run_meta_source: str | None = None  # where run_meta was read: the run folder's run.json or the archive's copy
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
@@ -337,9 +351,16 @@ def assemble(root: str | Path, ref: MetricRef) -> Lineage:
     if writer:
         names = [n for n in names if n != writer] + [writer]
     stages = [_stage_record(root, n, lock[n]) for n in names]
-    run_meta = {}
+    run_meta, run_meta_source = {}, None
     if run_dir and (root / run_dir / "run.json").exists():
         run_meta = json.loads((root / run_dir / "run.json").read_text(encoding="utf-8"))
+        run_meta_source = f"{run_dir}/run.json"
+    elif entry.get("run_sha256"):  # the run is not here: the committed archive keeps its run.json
+        store = archive.Archive(root / paths.ARCHIVE)
+        archived = store.entry(entry["run_sha256"], ref.config_id)
+        if archived is not None and store.meta_file(archived["meta_sha256"]).exists():
+            run_meta = store.read_meta(archived["meta_sha256"])
+            run_meta_source = _rel(store.meta_file(archived["meta_sha256"]), root)
     judgments = {}
     if (root / JUDGMENTS_META).exists():
         judgments = json.loads((root / JUDGMENTS_META).read_text(encoding="utf-8"))
@@ -362,18 +383,124 @@ def assemble(root: str | Path, ref: MetricRef) -> Lineage:
         packages=package_versions(),
         git=revisions.workspace_state(root),
         root=str(root),
+        run_meta_source=run_meta_source,
     )
 
 
 # --------------------------------------------------------------------------- recomputation
 
 
-def recompute(
-    root: str | Path, contract: Mapping[str, Any], run_dirs: Mapping[str, str], metrics: Sequence[str] | None = None
-) -> dict[str, dict[str, Any]]:
-    """Score each run folder again: config_id -> {"mean": {...}, "slices": {...} | None}."""
-    from releval.measurement import scoring
+@dataclass(frozen=True)
+class ScoringInputs:
+    """What a recomputation scores against: the query table and the qrels, and how they were had."""
 
+    queries: pl.DataFrame
+    qrels: pl.DataFrame
+    links: list[Link]  # for rebuilt inputs: each file's md5 against dvc.lock
+    rebuilt: bool = False
+
+
+def scoring_inputs(root: str | Path) -> ScoringInputs:
+    """data/work's queries and qrels, or, when they are not here (a clone without the DVC cache),
+    the same files rebuilt from what git holds (:func:`rebuild_inputs`)."""
+    root = Path(root)
+    if (root / QUERIES_FILE).exists() and (root / QRELS_FILE).exists():
+        return ScoringInputs(pl.read_parquet(root / QUERIES_FILE), pl.read_parquet(root / QRELS_FILE), [])
+    return rebuild_inputs(root)
+
+
+# The scoring inputs a clone without the DVC cache lacks, each with the stage that writes it.
+REBUILT = ((paths.DOCS, "ingest"), (QUERIES_FILE, "queries"), (QRELS_FILE, "judgments"), (JUDGMENTS_META, "judgments"))
+
+
+def rebuild_inputs(root: str | Path) -> ScoringInputs:
+    """The queries and qrels the pipeline scored against, rebuilt from the corpus, query and
+    judgment files git holds by the revision's own stage scripts (ingest, queries, judgments;
+    cheap: no model runs) into a temporary folder. Each rebuilt file's md5 is compared with the
+    one dvc.lock records: equal proves the committed sources are the ones scored (a different
+    polars version may write other bytes: a note; the recomputed numbers remain the check)."""
+    root = Path(root)
+    with tempfile.TemporaryDirectory(prefix="releval-audit-") as tmp:
+        out = {path: Path(tmp) / Path(path).name for path, _ in REBUILT}
+        steps = (
+            ("ingest", ["--out", out[paths.DOCS]]),
+            ("queries", ["--out", out[QUERIES_FILE]]),
+            (
+                "judgments",
+                ["--docs", out[paths.DOCS], "--queries", out[QUERIES_FILE], "--out", out[QRELS_FILE]]
+                + ["--meta", out[JUDGMENTS_META]],
+            ),
+        )
+        for stage, flags in steps:
+            script = f"stages/{stage}.py"
+            done = subprocess.run(
+                [sys.executable, script, *map(str, flags)], cwd=root, capture_output=True, text=True, check=False
+            )
+            if done.returncode != 0:
+                why = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
+                raise InputError(
+                    f"not here, and rebuilding it from the committed sources failed ({script}: {why})",
+                    file=QRELS_FILE if stage == "judgments" else QUERIES_FILE,
+                )
+        recorded = _recorded_hashes(root)
+        links = [_rebuilt_link(path, stage, out[path], recorded.get(path)) for path, stage in REBUILT]
+        return ScoringInputs(pl.read_parquet(out[QUERIES_FILE]), pl.read_parquet(out[QRELS_FILE]), links, True)
+
+
+def _recorded_hashes(root: Path) -> dict[str, str | None]:
+    try:
+        lock = revisions.read_lock_stages(root)
+    except InputError:
+        return {}
+    return {o["path"]: _entry_hash(o) for stage in lock.values() for o in stage.get("outs") or []}
+
+
+def _rebuilt_link(path: str, stage: str, file: Path, recorded: str | None) -> Link:
+    actual = hashlib.md5(file.read_bytes()).hexdigest()
+    what = f"not here; rebuilt from the committed sources by stages/{stage}.py"
+    if recorded == actual:
+        return Link("inputs", path, "ok", f"{what}: md5 {actual} as dvc.lock records")
+    return Link(
+        "inputs",
+        path,
+        "note",
+        f"{what}: md5 {actual}, dvc.lock records {recorded} (other bytes for the same table, e.g. from "
+        "another polars version, differ too; the recomputed numbers are the check)",
+    )
+
+
+def run_source(root: Path, config_id: str, entry: Mapping[str, Any], store: archive.Archive) -> tuple[str, Any]:
+    """Where a configuration's run is read from: ``("run", folder)`` when its run.parquet is on
+    disk, else ``("archive", index entry)`` when the committed archive holds its (run_sha256,
+    config_id); an InputError naming what is missing otherwise."""
+    run_dir = entry.get("run_dir")
+    if run_dir and (root / run_dir / "run.parquet").exists():
+        return "run", root / run_dir
+    found = store.entry(entry["run_sha256"], config_id) if entry.get("run_sha256") else None
+    if found is None:
+        raise InputError(
+            f"missing, and the committed archive ({paths.ARCHIVE}) has no entry of this run "
+            f"(sha256 {str(entry.get('run_sha256'))[:12]}, {config_id}): was it archived before committing?",
+            file=f"{run_dir}/run.parquet",
+        )
+    return "archive", found
+
+
+def recompute(
+    root: str | Path,
+    contract: Mapping[str, Any],
+    run_entries: Mapping[str, Mapping[str, Any]],
+    metrics: Sequence[str] | None = None,
+    *,
+    inputs: ScoringInputs | None = None,
+) -> dict[str, dict[str, Any]]:
+    """Score each configuration's run again: config_id -> ``{"mean", "slices", "source"}``, or
+    ``{"error"}`` when its run cannot be had.
+
+    ``run_entries``: lineage.json's entries (``run_dir``, ``run_sha256``). A run is read from its
+    folder when on disk, else its document-level form from the committed archive (equal numbers:
+    :mod:`releval.provenance.archive`); queries and qrels as :func:`scoring_inputs` finds them.
+    """
     root = Path(root)
     if contract.get("collapse", "first") != "first":
         raise InputError(
@@ -381,23 +508,27 @@ def recompute(
             file=METRICS_FILE,
             field="contract.collapse",
         )
-    for path in (QRELS_FILE, QUERIES_FILE):
-        if not (root / path).exists():
-            raise InputError("missing; run `dvc repro` (or `dvc pull`)", file=path)
-    queries = pl.read_parquet(root / QUERIES_FILE)
-    scored = scoring.scored_queries(
-        holdout.scored_queries(queries, contract, source=QUERIES_FILE), pl.read_parquet(root / QRELS_FILE)
-    )
+    inputs = inputs or scoring_inputs(root)
+    scored = scoring.scored_queries(holdout.scored_queries(inputs.queries, contract, source=QUERIES_FILE), inputs.qrels)
     wanted = list(metrics or contract.get("metrics") or [])
     engine = scoring.contract_from_record(contract)
-    out = {}
-    for config_id, run_dir in run_dirs.items():
-        path = root / run_dir
-        if not (path / "run.parquet").exists():
-            raise InputError("missing", file=f"{run_dir}/run.parquet")
-        chunk_run, _ = runs.read_run(path)
-        evaluation = scoring.score(scoring.document_run(chunk_run, scored.ids), scored, wanted, engine)
-        out[config_id] = {"mean": dict(evaluation.mean), "slices": evaluation.slices}
+    store = archive.Archive(root / paths.ARCHIVE)
+    out: dict[str, dict[str, Any]] = {}
+    for config_id, entry in run_entries.items():
+        try:
+            kind, where = run_source(root, config_id, entry, store)
+            if kind == "run":
+                doc_run = scoring.document_run(runs.read_run(where)[0], scored.ids)
+                source = f"{entry['run_dir']}/run.parquet"
+            else:
+                doc_run = holdout.restrict(store.read_documents(where["docs_sha256"]), scored.ids)
+                source = f"the committed archive ({paths.ARCHIVE}/{archive.DOCS_DIR}/{where['docs_sha256'][:12]}…)"
+        except InputError as exc:
+            out[config_id] = {"error": str(exc)}
+            continue
+        evaluation = scoring.score(doc_run, scored, wanted, engine)
+        qrels = "qrels rebuilt from the committed judgments" if inputs.rebuilt else QRELS_FILE
+        out[config_id] = {"mean": dict(evaluation.mean), "slices": evaluation.slices, "source": f"{source} and {qrels}"}
     return out
 
 
@@ -406,9 +537,9 @@ def recompute(
 
 @dataclass(frozen=True)
 class Link:
-    check: str  # recompute | run file | dvc.lock | sidecar
+    check: str  # recompute | inputs | run file | archive | dvc.lock | sidecar
     subject: str  # what was checked
-    status: str  # ok | stale | modified | missing | mismatch | note
+    status: str  # ok | stale | modified | missing | mismatch | note | unavailable (not broken)
     detail: str = ""
 
     @property
@@ -447,8 +578,10 @@ def _stage_links(
     data: Mapping[str, Any],
     in_lineage: bool,
     own_run: str | None = None,
+    absent: Callable[[str], bool] | None = None,
 ) -> list[Link]:
-    """Links for one stage's entry in ``dvc status``.
+    """Links for one stage's entry in ``dvc status``; a path ``absent`` says nothing here can
+    restore is ``unavailable``, whatever DVC calls it (deleted, not in cache, a folder left empty).
 
     ``own_run``: for the stage that wrote metrics.json, the run folder this number comes from. A
     change inside a folder dep (data/work/runs) that DVC pins to other runs' files leaves this
@@ -493,6 +626,9 @@ def _stage_links(
                 md5 = recorded.get(path)
                 inner = _granular(data, path)
                 inside = f" [{'; '.join(inner)}]" if inner else ""
+                if absent is not None and absent(path):
+                    links.append(Link("dvc.lock", path, "unavailable", f"{NOT_HERE} (dvc.lock md5 {md5})"))
+                    continue
                 if state == "not in cache":
                     links.append(
                         Link("dvc.lock", path, "note", f"output of {name} is on disk but not in the DVC cache")
@@ -535,6 +671,73 @@ def _stage_links(
     return links
 
 
+NOT_HERE = (
+    "neither this copy nor the local DVC cache holds it; `dvc pull` (from a remote) or `dvc repro` brings it back"
+)
+
+
+def _run_links(root: Path, lineage: Lineage) -> list[Link]:
+    """The run file against lineage.json's sha256, and the committed archive's document-level
+    copy of the run: its hash against its name and, with the run on disk, its rows against the
+    run collapsed to documents."""
+    subject = f"{lineage.run_dir}/run.parquet"
+    run_file = root / subject
+    store = archive.Archive(root / paths.ARCHIVE)
+    entry = store.entry(lineage.run_sha256, lineage.ref.config_id) if lineage.run_sha256 else None
+    links = []
+    on_disk = run_file.exists()
+    if not on_disk:
+        if entry is None:
+            links.append(Link("run file", subject, "missing", f"not on disk, and not in the archive ({paths.ARCHIVE})"))
+        else:
+            links.append(
+                Link(
+                    "run file",
+                    subject,
+                    "unavailable",
+                    f"{NOT_HERE}; the committed archive holds this run (sha256 {lineage.run_sha256[:12]}, as "
+                    f"{LINEAGE_FILE} records) at document level, and the number is recomputed from it",
+                )
+            )
+    elif lineage.run_sha256 and io.sha256_file(run_file) != lineage.run_sha256:
+        on_disk = False  # not the run that was scored: nothing to compare the archive with
+        links.append(
+            Link(
+                "run file",
+                subject,
+                "mismatch",
+                f"sha256 {io.sha256_file(run_file)[:12]} on disk, {LINEAGE_FILE} records "
+                f"{lineage.run_sha256[:12]}: the run changed after it was scored",
+            )
+        )
+    else:
+        links.append(
+            Link(
+                "run file",
+                subject,
+                "ok",
+                f"sha256 {lineage.run_sha256[:12] if lineage.run_sha256 else '?'} as {LINEAGE_FILE} records",
+            )
+        )
+    if entry is not None:
+        links.append(_archive_link(store, entry, runs.read_run(root / lineage.run_dir)[0] if on_disk else None))
+    return links
+
+
+def _archive_link(store: archive.Archive, entry: Mapping[str, Any], chunk_run: pl.DataFrame | None) -> Link:
+    subject = _rel(store.docs_file(entry["docs_sha256"]), store.root.parent.parent)
+    try:
+        stored = store.read_documents(entry["docs_sha256"])
+    except InputError as exc:
+        return Link("archive", subject, "mismatch" if "does not match" in exc.detail else "missing", exc.detail)
+    what = f"{entry['config_id']}, run {entry['run_sha256'][:12]}, archived from commit {str(entry['commit'])[:12]}"
+    if chunk_run is None:
+        return Link("archive", subject, "ok", f"sha256 matches its name ({what})")
+    if archive.document_table(chunk_run, entry["depth"]).equals(stored):
+        return Link("archive", subject, "ok", f"equals the run collapsed to documents ({what})")
+    return Link("archive", subject, "mismatch", f"differs from the run collapsed to documents ({what})")
+
+
 def _sha256_of_source(path: Path) -> str | None:
     if path.is_file():
         return io.sha256_file(path)
@@ -558,36 +761,29 @@ def verify(
     if ref.is_ops:
         key = ref.metric.removeprefix("ops.")
         recorded = (lineage.run_meta.get("ops") or {}).get(key)
+        where = lineage.run_meta_source or f"{lineage.run_dir}/run.json"
         if not lineage.run_meta:
-            links.append(Link("recompute", str(ref), "missing", f"no run.json in {lineage.run_dir}"))
+            links.append(Link("recompute", str(ref), "missing", f"no run.json in {lineage.run_dir} or the archive"))
         elif recorded == lineage.value:
-            links.append(Link("recompute", str(ref), "ok", f"equals {lineage.run_dir}/run.json ops.{key}"))
+            links.append(Link("recompute", str(ref), "ok", f"equals {where} ops.{key}"))
         else:
             links.append(
-                Link(
-                    "recompute",
-                    str(ref),
-                    "mismatch",
-                    f"metrics.json has {lineage.value!r}, {lineage.run_dir}/run.json has {recorded!r}",
-                )
+                Link("recompute", str(ref), "mismatch", f"metrics.json has {lineage.value!r}, {where} has {recorded!r}")
             )
     elif lineage.run_dir is None:
         links.append(Link("recompute", str(ref), "missing", f"{LINEAGE_FILE} has no entry for {ref.config_id}"))
     else:
         try:
-            result = (recomputed or recompute(root, lineage.contract, {ref.config_id: lineage.run_dir}, [ref.metric]))[
-                ref.config_id
-            ]
+            own = {ref.config_id: {"run_dir": lineage.run_dir, "run_sha256": lineage.run_sha256}}
+            inputs = None if recomputed else scoring_inputs(root)
+            links += inputs.links if inputs else []
+            result = (recomputed or recompute(root, lineage.contract, own, [ref.metric], inputs=inputs))[ref.config_id]
+            if "error" in result:
+                raise InputError(result["error"])
             again = result["mean"][ref.metric]
+            source = result.get("source") or f"{lineage.run_dir}/run.parquet and {QRELS_FILE}"
             if again == lineage.value:
-                links.append(
-                    Link(
-                        "recompute",
-                        str(ref),
-                        "ok",
-                        f"{again!r} from {lineage.run_dir}/run.parquet and {QRELS_FILE} (bit-for-bit)",
-                    )
-                )
+                links.append(Link("recompute", str(ref), "ok", f"{again!r} from {source} (bit-for-bit)"))
             else:
                 links.append(
                     Link(
@@ -600,30 +796,9 @@ def verify(
                 )
         except InputError as exc:
             links.append(Link("recompute", str(ref), "missing", str(exc)))
-    # 2. the run file against lineage.json
+    # 2. the run file against lineage.json, and the committed archive's copy of it
     if lineage.run_dir:
-        run_file = root / lineage.run_dir / "run.parquet"
-        if not run_file.exists():
-            links.append(Link("run file", f"{lineage.run_dir}/run.parquet", "missing", "not on disk"))
-        elif lineage.run_sha256 and io.sha256_file(run_file) != lineage.run_sha256:
-            links.append(
-                Link(
-                    "run file",
-                    f"{lineage.run_dir}/run.parquet",
-                    "mismatch",
-                    f"sha256 {io.sha256_file(run_file)[:12]} on disk, {LINEAGE_FILE} records "
-                    f"{lineage.run_sha256[:12]}: the run changed after it was scored",
-                )
-            )
-        else:
-            links.append(
-                Link(
-                    "run file",
-                    f"{lineage.run_dir}/run.parquet",
-                    "ok",
-                    f"sha256 {lineage.run_sha256[:12] if lineage.run_sha256 else '?'} as {LINEAGE_FILE} records",
-                )
-            )
+        links += _run_links(root, lineage)
     # 3. dvc.lock hashes, with DVC's own status
     writer = lineage.written_by.name if lineage.written_by else None
     lock_links, hashes = check_lock(
@@ -688,10 +863,14 @@ def check_lock(
     status: tuple[dict, dict] | None = None,
     own_run: str | None = None,
     writer: str | None = None,
+    unavailable: Mapping[str, str | None] | None = None,
 ) -> tuple[list[Link], int]:
     """DVC's status of every stage, as links: broken for ``stages``, notes for the others.
 
-    Returns the links and how many recorded hashes (deps and outs in dvc.lock) ``stages`` hold.
+    A missing path that nothing here can restore (``unavailable``, by default
+    :func:`releval.provenance.revisions.unavailable_outs` when DVC's own status is read: a clone
+    without the DVC cache lacks every cached output) is reported once as ``unavailable``, not as
+    broken. Returns the links and how many recorded hashes (deps and outs in dvc.lock) ``stages`` hold.
     """
     root = Path(root)
     lock = revisions.read_lock_stages(root)
@@ -699,22 +878,58 @@ def check_lock(
     hashes = sum(len(lock[n].get("deps") or []) + len(lock[n].get("outs") or []) for n in names if n in lock)
     try:
         stage_status, data = status or revisions.dvc_status(root)
+        if unavailable is None:
+            unavailable = {} if status else revisions.unavailable_outs(root)
     except Exception as exc:  # DVC could not even look: nothing in dvc.lock is verified
         return [Link("dvc.lock", "dvc status", "missing", f"DVC could not check the recorded hashes: {exc}")], hashes
     links: list[Link] = []
+
+    def absent(path: str) -> bool:
+        return _absent(root, path, unavailable, data)
+
     for name, changes in stage_status.items():
         base = name.split(":")[-1]  # DVC names stages of other dvc.yaml files path:name
-        links += _stage_links(base, changes, lock.get(base), data, base in names, own_run if base == writer else None)
+        own = own_run if base == writer else None
+        links += _stage_links(base, changes, lock.get(base), data, base in names, own, absent)
+    links = _once(links)
     if not any(link.broken for link in links):
+        absent = sum(link.status == "unavailable" for link in links)
         links.append(
             Link(
                 "dvc.lock",
                 f"{len(names)} stages",
                 "ok",
-                f"all {hashes} recorded hashes (md5, .dir for folders) match the files on disk",
+                f"all {hashes} recorded hashes (md5, .dir for folders) match the files on disk"
+                if not absent
+                else f"every recorded hash of what is here matches the files on disk ({absent} not available here)",
             )
         )
     return links, hashes
+
+
+def _absent(root: Path, path: str, unavailable: Mapping[str, str | None], data: Mapping[str, Any]) -> bool:
+    """True when ``path`` differs from dvc.lock only because outputs nothing here can restore are
+    not here: it is, holds or lies in such an output, and every change DVC names inside it is
+    one of them (with no names: no file is on disk at or under it)."""
+    if not any(_covers(u, path) or _covers(path, u) for u in unavailable):
+        return False
+    inner = [item.rsplit(" ", 1)[0] for item in _granular(data, path)]
+    if inner:
+        return all(any(_covers(u, item) for u in unavailable) for item in inner)
+    target = root / path
+    return not target.is_file() and not any(p.is_file() for p in target.rglob("*"))
+
+
+def _once(links: Sequence[Link]) -> list[Link]:
+    """``links`` with each unavailable path reported once (it is one stage's output and others' dep)."""
+    out, seen = [], set()
+    for link in links:
+        if link.status == "unavailable":
+            if link.subject in seen:
+                continue
+            seen.add(link.subject)
+        out.append(link)
+    return out
 
 
 # --------------------------------------------------------------------------- every number
@@ -741,12 +956,28 @@ def verify_numbers(root: str | Path) -> list[Link]:
     missing = [c for c in configs if not (lineage_doc.get(c) or {}).get("run_dir")]
     for config_id in missing:
         links.append(Link("recompute", config_id, "missing", f"{LINEAGE_FILE} has no run for it"))
-    run_dirs = {c: lineage_doc[c]["run_dir"] for c in configs if c not in missing}
+    entries = {c: lineage_doc[c] for c in configs if c not in missing}
     try:
-        again = recompute(root, contract, run_dirs)
+        inputs = scoring_inputs(root)
+        again = recompute(root, contract, entries, inputs=inputs)
     except InputError as exc:  # an input is gone or unreadable: every number is unverified
         return links + [Link("recompute", "every number", "missing", str(exc))]
+    links += inputs.links
+    from_archive = sorted(c for c, r in again.items() if "the committed archive" in r.get("source", ""))
+    if from_archive:
+        links.append(
+            Link(
+                "archive",
+                f"{len(from_archive)} of {len(again)} configurations",
+                "ok",
+                f"runs read from the committed archive ({paths.ARCHIVE}), each file's sha256 matching its "
+                "name: their chunk-level runs are not available here",
+            )
+        )
     for config_id, result in again.items():
+        if "error" in result:
+            links.append(Link("recompute", config_id, "missing", result["error"]))
+            continue
         row = configs[config_id]
         for metric in contract.get("metrics") or []:
             recorded, value = row.get(metric), result["mean"].get(metric)
@@ -853,11 +1084,21 @@ def render_verification(verification: Verification | Sequence[Link]) -> str:
     links = verification.links if isinstance(verification, Verification) else list(verification)
     lines = ["verification:"]
     for link in links:
-        word = "OK" if link.status == "ok" else "note" if link.status == "note" else f"BROKEN ({link.status})"
+        word = (
+            "OK"
+            if link.status == "ok"
+            else "note"
+            if link.status == "note"
+            else "not available here"
+            if link.status == "unavailable"
+            else f"BROKEN ({link.status})"
+        )
         lines.append(f"  {word:<20} {link.check:<10} {link.subject}: {link.detail}")
     broken = [link for link in links if link.broken]
+    absent = sum(link.status == "unavailable" for link in links)
     lines.append(
         "result: OK"
+        + (f" ({absent} link{'s' if absent != 1 else ''} not available here, none broken)" if absent else "")
         if not broken
         else f"result: BROKEN ({len(broken)} link{'s' if len(broken) != 1 else ''}: "
         + "; ".join(f"{link.subject} {link.status}" for link in broken)

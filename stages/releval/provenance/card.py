@@ -227,7 +227,11 @@ def build_card(
     ``corpus``: id, source, format, content_sha256, file_sha256, source_sha256, documents, subset.
     ``queries``: id, version, source, format, content_sha256, file_sha256, source_sha256, total,
     splits. ``models``: name -> declared protocol (from params). ``holdout``: the summary of
-    :func:`releval.measurement.holdout.summary` plus ``sealed_queries``. ``code``: commit, dirty, dirty_paths.
+    :func:`releval.measurement.holdout.summary` plus ``sealed_queries``. ``code``: the commit whose
+    inputs (code, params, data, judgments) made the results -- the last commit that changed one, so
+    a commit that only adds results does not move it -- whether the inputs differed from HEAD
+    (``dirty``) and which (``dirty_paths``); the outputs being written never count
+    (:func:`releval.reporting.card_inputs.code_state`).
     """
     threshold = int(contract.get("rel_threshold", 1))
     card = {
@@ -779,7 +783,7 @@ def card_markdown(card: Mapping[str, Any]) -> str:
         "- **slices** " + (", ".join(f"{name} ({n})" for name, n in card["slices"].items()) or "none declared"),
         f"- **holdout** {h['holdout_queries']} holdout queries, {'scored' if h['scored'] else 'sealed (not scored)'}; "
         f"{opened}",
-        f"- **code** commit `{code['commit'] or 'none'}`"
+        f"- **code** inputs (code, params, data, judgments) of commit `{code['commit'] or 'none'}`"
         + (
             f", dirty ({', '.join(code['dirty_paths'][:6])}{', …' if len(code['dirty_paths']) > 6 else ''})"
             if code["dirty"]

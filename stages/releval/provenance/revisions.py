@@ -6,15 +6,18 @@ imported only inside the functions that need it: this module is imported by ligh
 
 * git: :func:`run_git` (the one subprocess call), :func:`git_output`, :func:`show_file`,
   :func:`head_commit`, :func:`commit_date`, :func:`resolve_commit`, :func:`resolve_experiment`,
-  :func:`user_name`, :func:`changed_paths`, :func:`code_state`, :func:`workspace_state`;
+  :func:`user_name`, :func:`changed_paths`, :func:`code_state`, :func:`input_state`,
+  :func:`workspace_state`;
 * dvc.lock: :func:`parse_lock`, :func:`read_lock_stages`, :func:`lock_at`, :func:`lock_outs`,
   :func:`output_paths`;
-* DVC: :func:`dvc_filesystem`, :func:`dvc_status`, :func:`uncached_outs`, :func:`checkout_revision`.
+* DVC: :func:`dvc_filesystem`, :func:`dvc_status`, :func:`uncached_outs`, :func:`unavailable_outs`,
+  :func:`checkout_revision`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import shutil
 import subprocess
@@ -165,14 +168,36 @@ def _status_lines(root: str | os.PathLike | None, untracked_files: str, pathspec
     return [line for line in (out or "").splitlines() if line.strip()]
 
 
-def code_state(root: str | os.PathLike = ".", pathspecs: Sequence[str] = ()) -> dict[str, Any]:
-    """HEAD and the paths under ``pathspecs`` (untracked ones too) that differ from it:
-    ``{"commit", "dirty", "dirty_paths"}``; outside git, no commit and nothing dirty."""
+def code_state(
+    root: str | os.PathLike = ".", pathspecs: Sequence[str] = (), exclude: Sequence[str] = ()
+) -> dict[str, Any]:
+    """The paths under ``pathspecs`` but not under ``exclude`` (untracked ones too) that differ
+    from HEAD, and the last commit that changed one of them (HEAD holds that commit's version of
+    every such path): ``{"commit", "dirty", "dirty_paths"}``; outside git, no commit and nothing
+    dirty. ``exclude`` entries are glob patterns (``**/.gitignore``). A commit that changes none of
+    these paths (one that only adds results) leaves ``commit`` as it was, so a clone of it reports
+    what the workspace that made the results reported."""
     head = head_commit(root)
     if head is None:
         return {"commit": None, "dirty": False, "dirty_paths": []}
-    paths = sorted({line[3:] for line in _status_lines(root, "all", pathspecs)})
-    return {"commit": head, "dirty": bool(paths), "dirty_paths": paths}
+    specs = [*(pathspecs or (["."] if exclude else [])), *(f":(exclude,glob){path}" for path in exclude)]
+    paths = sorted({line[3:] for line in _status_lines(root, "all", specs)})
+    last = git_output(["log", "-1", "--format=%H", head, "--", *specs], root) if specs else None
+    return {"commit": (last or "").strip() or head, "dirty": bool(paths), "dirty_paths": paths}
+
+
+# What a result is computed from: code, pipeline, configuration, data and judgments. What the
+# pipeline writes is not an input: DVC outputs (NOT_INPUTS and every output dvc.lock records; the
+# committed archive and reports/ among them), dvc.lock, and the .gitignore files DVC maintains.
+INPUT_PATHS = ("stages", "conf", "dvc.yaml", paths.PARAMS, "pyproject.toml", "requirements", "dvc_plots", paths.DATA)
+NOT_INPUTS = (paths.WORK, paths.MODELS, paths.ARCHIVE, paths.REPORTS, "**/.gitignore")
+
+
+def input_state(root: str | os.PathLike = ".", lock: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """:func:`code_state` of the inputs (INPUT_PATHS, less NOT_INPUTS and ``lock``'s outputs):
+    the commit whose inputs HEAD holds, and the inputs that differ from it."""
+    outputs = output_paths(lock or {})
+    return code_state(root, INPUT_PATHS, [*NOT_INPUTS, *outputs])
 
 
 def workspace_state(root: str | os.PathLike) -> dict[str, Any]:
@@ -290,15 +315,39 @@ def uncached_outs(root: str | os.PathLike) -> set[str]:
         return {out.def_path for stage in repo.index.stages for out in stage.outs if not out.use_cache}
 
 
+def unavailable_outs(root: str | os.PathLike) -> dict[str, str | None]:
+    """Outputs dvc.yaml declares that are not on disk and that nothing here can restore: a cached
+    output whose recorded hash the local DVC cache lacks (a fresh clone without a remote), or an
+    uncached one git does not track (a local build such as data/models). Path -> dvc.lock's hash."""
+    from dvc.repo import Repo
+
+    root = Path(root)
+    found: dict[str, str | None] = {}
+    with Repo(str(root)) as repo:
+        for stage in repo.index.stages:
+            for out in stage.outs:
+                path = Path(os.path.relpath(out.fs_path, repo.root_dir)).as_posix()
+                if (root / path).exists():
+                    continue
+                if out.use_cache and out.hash_info and not out.changed_cache():
+                    continue  # `dvc checkout` restores it
+                if not out.use_cache and git_output(["ls-files", "--", path], root):
+                    continue  # committed: a deleted file, not an unavailable one
+                found[path] = out.hash_info.value if out.hash_info else None
+    return found
+
+
 @contextlib.contextmanager
 def checkout_revision(root: str | os.PathLike, rev: str) -> Iterator[Path]:
-    """A temporary, complete copy of the repository at git revision ``rev``, data restored by DVC.
+    """A temporary copy of the repository at git revision ``rev``, data restored by DVC as far as
+    the cache holds it.
 
     ``git clone --shared`` (the original repository is not touched: no worktree, no ref) and a
     detached checkout of the commit, then ``dvc checkout`` from the original repository's cache
-    (``cache.dir`` set in the copy's .dvc/config.local). Outputs declared ``cache: false`` are
-    not in any cache; they are copied from the working tree and DVC's status then says whether
-    they match what the revision recorded.
+    (``cache.dir`` set in the copy's .dvc/config.local). Outputs declared ``cache: false`` that
+    git does not track are not in any cache; they are copied from the working tree and DVC's
+    status then says whether they match what the revision recorded. What the cache lacks (all of
+    it, in a fresh clone) stays absent: :func:`unavailable_outs` names it.
     """
     root = Path(root).resolve()
     done = _rev_parse_commit(root, rev)
@@ -332,11 +381,16 @@ def checkout_revision(root: str | os.PathLike, rev: str) -> Iterator[Path]:
                 if not target.exists() and source.exists() and out["path"] in uncached:
                     target.parent.mkdir(parents=True, exist_ok=True)
                     (shutil.copytree if source.is_dir() else shutil.copy2)(source, target)
-        with Repo(str(copy)) as repo:
-            try:
+        dvc_log = logging.getLogger("dvc")
+        level = dvc_log.level
+        dvc_log.setLevel(logging.ERROR)  # "no file hash info found": what the cache lacks, the audit reports
+        try:
+            with Repo(str(copy)) as repo:
                 repo.checkout(force=True)
-            except Exception:  # noqa: BLE001 - an object missing from the cache: the status check names the file
-                pass
+        except Exception:  # noqa: BLE001 - an object missing from the cache: the status check names the file
+            pass
+        finally:
+            dvc_log.setLevel(level)
         yield copy
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -1,8 +1,8 @@
 """The rescore stage's reports: every archived run under the active judgments, and what moved since
 the parent judgment version (IDCG per query, each configuration's scores under both versions).
 
-Only run tables are read from the archive; scoring goes through releval.provenance.archive, which
-scores as the score stage does, holdout queries left out.
+Only the archived document-level runs are read; scoring goes through releval.provenance.archive,
+which scores as the score stage does, holdout queries left out.
 """
 
 from __future__ import annotations

@@ -13,13 +13,10 @@ from typing import Any
 
 import polars as pl
 
-from releval import io
+from releval import io, paths
 from releval.measurement import holdout
 from releval.provenance import card as cards
 from releval.provenance import revisions
-
-# What the card's `code` state covers: the code and configuration a result depends on.
-CODE_PATHS = ("stages", "conf", "dvc.yaml", "params.yaml", "pyproject.toml", "requirements", "dvc_plots")
 
 
 def sha256_if_file(path: Any) -> str | None:
@@ -99,9 +96,13 @@ def holdout_record(
     }
 
 
-def code_state() -> dict[str, Any]:
-    """The commit HEAD names and the CODE_PATHS that differ from it (git's view; none outside a repository)."""
-    return revisions.code_state(".", CODE_PATHS)
+def code_state(root: str | os.PathLike = ".") -> dict[str, Any]:
+    """The card's `code`: the commit whose inputs (code, params, data, judgments) made the results,
+    and the inputs that differ from HEAD -- never the outputs being written (reports/, DVC outputs,
+    dvc.lock); see :func:`releval.provenance.revisions.input_state`. None outside a repository."""
+    lock_file = Path(root) / paths.DVC_LOCK
+    lock = revisions.parse_lock(lock_file.read_text(encoding="utf-8")) if lock_file.exists() else {}
+    return revisions.input_state(root, lock)
 
 
 def run_meta(lineage_entry: Mapping[str, Any]) -> dict[str, Any]:
