@@ -1,5 +1,8 @@
 """DVC stage `bm25@<chunking>`: BM25Okapi (rank-bm25 semantics, vectorised) over the chunks.
 
+It indexes each chunk's text as the dense models read it: its document's title first under
+``retriever.titles: prepend`` (see :mod:`releval.retrieval.chunking`).
+
 Chunks scoring <= 0 are left out of a query's run: they share no term with it (or only terms
 whose idf is floored at or below 0), so their order would be arbitrary, and no lexical system
 would return them.

@@ -2,7 +2,10 @@
 
 ``tokens`` is a chunk's length as a model input: its content tokens plus the declared
 tokenizer's special tokens (2 for [CLS] … [SEP]), so a c256 chunk fits a model whose
-max_seq_length is 256. The stats record both numbers.
+max_seq_length is 256. The stats record both numbers. Under ``retriever.titles: prepend`` each
+chunk's text starts with its document's title, whose tokens every window reserves (a title over
+half a window is cut); the stats record the term, how many documents carry a title and how many
+titles were cut.
 """
 
 import argparse
@@ -12,7 +15,15 @@ from pathlib import Path
 import polars as pl
 
 from releval import io, paths
-from releval.retrieval.chunking import chunk_documents, chunk_stats, content_tokens, load_tokenizer, special_tokens
+from releval.retrieval.chunking import (
+    chunk_documents,
+    chunk_stats,
+    content_tokens,
+    load_tokenizer,
+    special_tokens,
+    title_stats,
+    titles_term,
+)
 from releval.config import load_params, section
 from releval.errors import InputError
 from releval.retrieval.models import resolve_folder
@@ -25,7 +36,8 @@ def main() -> None:
     parser.add_argument("--docs", default=paths.DOCS)
     parser.add_argument("--out-dir", default=paths.CHUNKS)
     args = parser.parse_args()
-    cfg = section(load_params(), f"chunkings.{args.chunking}")
+    params = load_params()
+    cfg = section(params, f"chunkings.{args.chunking}")
     for key in ("tokens", "overlap", "tokenizer"):
         if key not in cfg:
             raise InputError("missing", file="params.yaml", field=f"chunkings.{args.chunking}.{key}")
@@ -42,9 +54,10 @@ def main() -> None:
     except InputError as exc:
         key = "tokens" if exc.field == "size" else "overlap"
         raise InputError(exc.detail, file="params.yaml", field=f"chunkings.{args.chunking}.{key}") from None
+    titles = titles_term(params)
     docs = pl.read_parquet(args.docs)
     start = time.perf_counter()
-    chunks = chunk_documents(docs, tokenizer, int(cfg["tokens"]), int(cfg["overlap"]))
+    chunks = chunk_documents(docs, tokenizer, int(cfg["tokens"]), int(cfg["overlap"]), titles)
     stats = chunk_stats(chunks, docs)
     stats.update(
         {
@@ -54,6 +67,7 @@ def main() -> None:
             "special_tokens": special_tokens(tokenizer),
             "overlap": cfg["overlap"],
             "tokenizer": tokenizer_source,
+            **title_stats(docs, tokenizer, int(cfg["tokens"]), int(cfg["overlap"]), titles),
             "wall_s": round(time.perf_counter() - start, 3),
         }
     )

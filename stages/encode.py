@@ -1,8 +1,9 @@
 """DVC stage `encode@<model>-<chunking>`: chunks → embeddings under the model's use protocol.
 
 Records throughput (chunks/s, tokens/s), dimension, wall time and the truncation rate: the
-share of chunks longer than the model's max_seq_length as the model tokenizes them (its prompt
-and special tokens included), whose tails it never sees. This stage owns the truncation warning:
+share of chunks longer than the model's max_seq_length as the model tokenizes them (its prompt,
+the carried title and special tokens included), whose tails it never sees. The recorded protocol
+names the titles term the chunks were built under. This stage owns the truncation warning:
 it is printed here, once per model and chunking, and only when content tokens are lost.
 """
 
@@ -14,6 +15,7 @@ import polars as pl
 
 from releval import io, paths
 from releval.config import load_params, section
+from releval.retrieval.chunking import titles_term
 from releval.retrieval.models import ModelConfig, load_sentence_transformer, read_manifest, timed_encode, truncation
 from releval.stage import entry, warn
 
@@ -32,7 +34,9 @@ def main() -> None:
         help="warn when more than this share of chunks loses content tokens (default 0: any)",
     )
     args = parser.parse_args()
-    config = ModelConfig.from_params(args.model, section(load_params(), f"models.{args.model}"))
+    params = load_params()
+    config = ModelConfig.from_params(args.model, section(params, f"models.{args.model}"))
+    titles = titles_term(params)
     manifest = read_manifest(Path(args.models_dir) / args.model)
     chunks = pl.read_parquet(Path(args.chunks_dir) / f"{args.chunking}.parquet", columns=["chunk_id", "text"])
     texts = chunks["text"].to_list()
@@ -44,7 +48,7 @@ def main() -> None:
         "chunking": args.chunking,
         "model_revision": manifest["revision"],
         "weights_sha256": manifest["weights_sha256"],
-        "protocol": config.protocol(),
+        "protocol": config.chunk_protocol(titles),
         "chunks": len(texts),
         "dimension": int(vectors.shape[1]) if vectors.ndim == 2 else 0,
         "wall_s": round(seconds, 3),

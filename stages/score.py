@@ -28,6 +28,7 @@ from releval.measurement.operations import describe_machine
 from releval.measurement.metrics import contract_from_params
 from releval.reporting.markdown import grid_markdown, table_quality_metrics
 from releval.retrieval import runs
+from releval.retrieval.chunking import titles_term
 from releval.stage import entry, warn
 
 
@@ -81,7 +82,9 @@ def main() -> None:
             warn(message)
 
     dataset = section(params, "dataset.name")
-    document = scoring.metrics_document(results, contract, metric_cfg, dataset, judgments, split_terms)
+    document = scoring.metrics_document(
+        results, contract, metric_cfg, dataset, judgments, split_terms, titles=titles_term(params)
+    )
     reports = Path(args.reports)
     io.write_json(paths.rebase(paths.METRICS, paths.REPORTS, reports), document)
     io.write_json(paths.rebase(paths.QUALITY, paths.REPORTS, reports), scoring.headline_document(document))

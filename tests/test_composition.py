@@ -134,3 +134,13 @@ def test_check_fails_after_a_conf_edit_until_recomposed(project):
         check_composed(params, conf)
     compose(conf, params)
     check_composed(params, conf)
+
+
+def test_a_group_entry_can_be_deleted_and_stays_deleted(project):
+    conf, params = project / "conf", project / "params.yaml"
+    compose(conf, params, ["~model@models.e5small", "grid.models=[minilm]", "rerankers.e5.model=minilm"])
+    compose(conf, params)
+    assert set(composed(project)["models"]) == {"minilm"}
+    assert set(dvc_composed(project)["models"]) == {"minilm"}
+    with pytest.raises(InputError, match="only a config group entry can be deleted"):
+        compose(conf, params, ["~grid.reranked.minilm-c256-e5"])

@@ -50,14 +50,21 @@ class Override:
 
     text: str
     key: str  # what a later override of the same thing replaces
-    value: str
+    value: str | None  # None: a group entry deleted (`~group@package`)
     group: str | None  # the config group (a folder of conf/) for a group choice, else None
     adds: bool  # a leading '+': adds a group entry or a key
 
 
 def parse_override(text: str, conf_dir: str | Path) -> Override:
-    if text.startswith("~"):
-        raise InputError(f"{text!r}: a deletion cannot be recorded; edit conf/ instead", file=COMMAND_LINE)
+    if text.startswith("~"):  # only a group entry can be dropped from a config file (set to null)
+        key = text[1:].split("=", 1)[0]
+        group_name = key.split("@", 1)[0]
+        if not key or not (Path(conf_dir) / group_name).is_dir():
+            raise InputError(
+                f"{text!r}: only a config group entry can be deleted and recorded; edit conf/ instead",
+                file=COMMAND_LINE,
+            )
+        return Override(text, key, None, group_name, adds=False)
     if "=" not in text:
         raise InputError(f"{text!r}: expected KEY=VALUE", file=COMMAND_LINE)
     key, value = text.split("=", 1)
@@ -72,7 +79,7 @@ def parse_override(text: str, conf_dir: str | Path) -> Override:
 
 def check_group_choice(override: Override, conf_dir: str | Path) -> None:
     """An option of a config group must be a file of that group: one line with the closest names."""
-    if override.group is None:
+    if override.group is None or override.value is None:
         return
     options = sorted(p.stem for p in (Path(conf_dir) / override.group).glob("*.yaml"))
     if override.value not in options:

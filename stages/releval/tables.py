@@ -106,7 +106,9 @@ TREC_RUN_LINE = ("query_id", "Q0", "doc_id", "rank", "score", "tag")
 # --------------------------------------------------------------------------- retrieval
 
 CHUNKS = _table(
-    "chunks",  # data/work/chunks/<chunking>.parquet; start/end: character offsets into the text
+    # data/work/chunks/<chunking>.parquet; start/end: character offsets of the body into the
+    # document's text; text: what retrievers read (title + " " + body under retriever.titles: prepend)
+    "chunks",
     {
         "chunk_id": pl.String,
         "doc_id": pl.String,

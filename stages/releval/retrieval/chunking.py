@@ -14,21 +14,34 @@ tokenized alone gives the tokens it had in the document; only a word longer than
 split. Without overlap the windows tile the document; the last window is the first one that
 reaches the end. Every chunk is then re-tokenized on its own, as a model reads it: ``n_tokens``
 is that count, and a window whose text alone needs more than its content tokens (a tokenizer
-whose pieces depend on context) is shortened until it fits. A chunk's text is exactly
+whose pieces depend on context) is shortened until it fits. A chunk's body is exactly
 ``doc.text[start:end]``, from the first token's start offset to the last token's end offset, and
-its id ``f"{doc_id}#{start}-{end}"`` depends only on the document, the tokenizer and (size,
-overlap). Titles are not chunked: offsets refer to ``text`` alone.
+its id ``f"{doc_id}#{start}-{end}"`` depends only on the document, the tokenizer, (size, overlap)
+and the titles term.
+
+Titles (``retriever.titles``): ``prepend`` (the default, as BEIR and MTEB do) or ``ignore``. Under
+``prepend`` every chunk of a titled document carries the title: the chunk's ``text``, what BM25,
+the dense models and the rerankers all read, is ``title + " " + body`` (:func:`retriever_text`),
+and ``start``/``end`` still locate the body in the document's text. Each window reserves the
+title's tokens, so a chunk with its title still fits its size as a model input; a title longer
+than :func:`title_budget` (half a window's content tokens, and always less than the window less
+the overlap) is cut to its first that-many tokens, back to a word start where a word fits.
+``ignore``, a document without a title (empty or only whitespace) and a title without tokens give
+exactly the chunks they gave before titles were read. Titles are not chunked on their own: a
+document whose text has no tokens gives no chunk, titled or not.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 import polars as pl
 from tokenizers import Encoding, Tokenizer
 
+from releval.config import section
 from releval.errors import InputError
 from releval.tables import CHUNKS
 
@@ -36,6 +49,8 @@ from releval.tables import CHUNKS
 # budget rather than a document count bounds memory when documents are long.
 ENCODE_BATCH_CHARS = 4_000_000
 STATS_QUANTILES = (0.05, 0.10, 0.25, 0.50, 0.75, 0.90, 0.95, 0.99)
+TITLES = ("prepend", "ignore")  # the values of the titles term; the first is the default
+TITLES_FIELD = "retriever.titles"
 
 
 def load_tokenizer(path_or_dir: str | os.PathLike) -> Tokenizer:
@@ -57,38 +72,74 @@ def load_tokenizer(path_or_dir: str | os.PathLike) -> Tokenizer:
     return tokenizer
 
 
-def chunk_documents(docs: pl.DataFrame, tokenizer: Tokenizer, size: int, overlap: int) -> pl.DataFrame:
-    """Split ``docs`` (doc_id, text) into token windows; one row per chunk, in document order.
+def chunk_documents(
+    docs: pl.DataFrame, tokenizer: Tokenizer, size: int, overlap: int, titles: str = TITLES[0]
+) -> pl.DataFrame:
+    """Split ``docs`` (doc_id, text, optional title) into token windows; one row per chunk, in document order.
 
-    ``size``: tokens a chunk occupies as a model input, the tokenizer's special tokens included
-    (see the module docstring). Columns (:data:`releval.tables.CHUNKS`): chunk_id, doc_id,
-    start, end (character offsets into the document's text), n_tokens (content tokens of the
-    chunk's text tokenized alone), text. Documents whose text has no tokens give no chunk.
+    ``size``: tokens a chunk occupies as a model input, the tokenizer's special tokens and the
+    carried title included (see the module docstring). ``titles``: ``prepend`` or ``ignore``.
+    Columns (:data:`releval.tables.CHUNKS`): chunk_id, doc_id, start, end (character offsets of
+    the body into the document's text), n_tokens (content tokens of the chunk's text tokenized
+    alone, title included), text (what retrievers read: :func:`retriever_text`). Documents whose
+    text has no tokens give no chunk.
     """
     content = content_tokens(tokenizer, size, overlap)
-    stride = content - overlap
     tokenizer = _without_truncation(tokenizer)
+    carried = _carried_titles(tokenizer, _titles(docs, titles), title_budget(content, overlap))
     columns: dict[str, list] = {name: [] for name in CHUNKS.columns}
-    for doc_ids, texts in _batches(docs, ENCODE_BATCH_CHARS):
+    for doc_ids, texts, heads in _batches(docs, carried, ENCODE_BATCH_CHARS):
         encodings = tokenizer.encode_batch(texts, add_special_tokens=False)
-        spans = [_spans(encoding, content, stride) for encoding in encodings]
-        own = iter(_own_token_counts(tokenizer, [text[s:e] for text, doc in zip(texts, spans) for s, e in doc]))
+        # each window reserves its title's tokens; the body's windows hold the rest
+        windows = [(content - reserved, content - reserved - overlap) for _, reserved in heads]
+        spans = [_spans(encoding, *window) for encoding, window in zip(encodings, windows)]
+        pieces = [_chunk_texts(text, title, doc) for text, (title, _), doc in zip(texts, heads, spans)]
+        own = iter(_own_token_counts(tokenizer, [piece for doc in pieces for piece in doc]))
         counts = [[next(own) for _ in doc] for doc in spans]
-        for index, (text, encoding) in enumerate(zip(texts, encodings)):
+        for index, (text, encoding, (title, _)) in enumerate(zip(texts, encodings, heads)):
             if any(count > content for count in counts[index]):  # rare: pieces that depend on context
-                spans[index] = _fitted_spans(tokenizer, text, encoding, content, stride)
-                counts[index] = _own_token_counts(tokenizer, [text[s:e] for s, e in spans[index]])
-        for doc_id, text, doc_spans, doc_counts in zip(doc_ids, texts, spans, counts):
+                spans[index] = _fitted_spans(tokenizer, text, title, encoding, content, *windows[index])
+                counts[index] = _own_token_counts(tokenizer, _chunk_texts(text, title, spans[index]))
+        for doc_id, text, (title, _), doc_spans, doc_counts in zip(doc_ids, texts, heads, spans, counts):
             for (start, end), count in zip(doc_spans, doc_counts):
                 columns["chunk_id"].append(f"{doc_id}#{start}-{end}")
                 columns["doc_id"].append(doc_id)
                 columns["start"].append(start)
                 columns["end"].append(end)
                 columns["n_tokens"].append(count)
-                columns["text"].append(text[start:end])
+                columns["text"].append(retriever_text(title, text[start:end]))
     chunks = pl.DataFrame(columns, schema=CHUNKS.schema)
     _require_unique_ids(chunks, size)
     return chunks
+
+
+def retriever_text(title: str, body: str) -> str:
+    """What every retriever reads for a chunk: ``title + " " + body`` (BEIR's joining), or the body alone."""
+    return f"{title} {body}" if title else body
+
+
+def title_budget(content: int, overlap: int) -> int:
+    """Content tokens a title may take in a window of ``content`` tokens: at most half of them, and
+    fewer than ``content - overlap``, so that the body's windows still advance."""
+    return max(min(content // 2, content - overlap - 1), 0)
+
+
+def titles_term(params: Mapping[str, Any]) -> str:
+    """The titles term of ``params`` (``retriever.titles``): ``prepend`` or ``ignore``."""
+    return _checked_titles(section(dict(params), TITLES_FIELD), file="params.yaml", field=TITLES_FIELD)
+
+
+def title_stats(docs: pl.DataFrame, tokenizer: Tokenizer, size: int, overlap: int, titles: str) -> dict[str, Any]:
+    """The titles term and what it did: documents whose chunks carry a title, and titles cut to
+    :func:`title_budget` tokens (counts; JSON-serialisable)."""
+    own = _titles(docs, titles)
+    budget = title_budget(content_tokens(tokenizer, size, overlap), overlap)
+    carried = [title for title, _ in _carried_titles(_without_truncation(tokenizer), own, budget)]
+    return {
+        "titles": titles,
+        "titled_documents": sum(1 for title in carried if title),
+        "titles_cut": sum(1 for title, whole in zip(carried, own) if title and title != whole),
+    }
 
 
 def special_tokens(tokenizer: Tokenizer) -> int:
@@ -283,28 +334,72 @@ def _spans(
 
 
 def _fitted_spans(
-    tokenizer: Tokenizer, text: str, encoding: Encoding, content: int, stride: int
+    tokenizer: Tokenizer, text: str, title: str, encoding: Encoding, content: int, window: int, stride: int
 ) -> list[tuple[int, int]]:
-    """One document's spans, each window shortened until its text alone has at most ``content`` tokens."""
+    """One document's spans of ``window`` body tokens, each shortened until its text with its
+    title (:func:`retriever_text`) has at most ``content`` tokens alone."""
 
     def fits(first: int, last: int) -> bool:
         start, end = _char_span(encoding, first, last)
-        return _own_token_counts(tokenizer, [text[start:end]])[0] <= content
+        return _own_token_counts(tokenizer, [retriever_text(title, text[start:end])])[0] <= content
 
-    return _spans(encoding, content, stride, fits)
+    return _spans(encoding, window, stride, fits)
 
 
-def _batches(docs: pl.DataFrame, max_chars: int) -> Iterator[tuple[list[str], list[str]]]:
-    """Consecutive (doc_ids, texts) batches of about ``max_chars`` characters (at least one document)."""
+def _chunk_texts(text: str, title: str, spans: list[tuple[int, int]]) -> list[str]:
+    return [retriever_text(title, text[start:end]) for start, end in spans]
+
+
+def _titles(docs: pl.DataFrame, titles: str) -> list[str]:
+    """Each document's title, stripped, under the titles term ("" when ignored or absent)."""
+    if _checked_titles(titles) == "ignore" or "title" not in docs.columns:
+        return [""] * docs.height
+    return [title.strip() for title in docs["title"].fill_null("").to_list()]
+
+
+def _checked_titles(titles: object, *, file: str | None = None, field: str = "titles") -> str:
+    if titles not in TITLES:
+        raise InputError(f"must be one of {', '.join(TITLES)}, found {titles!r}", file=file, field=field)
+    return str(titles)
+
+
+def _carried_titles(tokenizer: Tokenizer, titles: list[str], budget: int) -> list[tuple[str, int]]:
+    """Each title as its document's chunks carry it, and the tokens every window reserves for it.
+
+    A title of more than ``budget`` tokens is cut after its first ``budget`` tokens, or back to
+    the start of the word they end in (a first word longer than the budget is split); a title
+    without tokens is none. The reservation never exceeds ``budget``.
+    """
+    carried: list[tuple[str, int]] = [("", 0)] * len(titles)
+    present = [index for index, title in enumerate(titles) if title]
+    encodings = tokenizer.encode_batch([titles[index] for index in present], add_special_tokens=False)
+    for index, encoding in zip(present, encodings):
+        title = titles[index]
+        if len(encoding) > budget:
+            last = budget
+            is_word_start = _word_starts(encoding)
+            while 0 < last and not is_word_start(last):
+                last -= 1
+            last = last or budget
+            title = title[: encoding.token_to_chars(last - 1)[1]].rstrip() if budget else ""
+        reserved = min(len(tokenizer.encode(title, add_special_tokens=False)), budget) if title else 0
+        carried[index] = (title, reserved) if reserved else ("", 0)
+    return carried
+
+
+def _batches(
+    docs: pl.DataFrame, titles: list[tuple[str, int]], max_chars: int
+) -> Iterator[tuple[list[str], list[str], list[tuple[str, int]]]]:
+    """Consecutive (doc_ids, texts, titles) batches of about ``max_chars`` characters (at least one document)."""
     doc_ids, texts = docs["doc_id"].to_list(), docs["text"].to_list()
     first = chars = 0
     for index, text in enumerate(texts):
         chars += len(text)
         if chars >= max_chars:
-            yield doc_ids[first : index + 1], texts[first : index + 1]
+            yield doc_ids[first : index + 1], texts[first : index + 1], titles[first : index + 1]
             first, chars = index + 1, 0
     if first < len(texts):
-        yield doc_ids[first:], texts[first:]
+        yield doc_ids[first:], texts[first:], titles[first:]
 
 
 def _char_span(encoding: Encoding, first: int, last: int) -> tuple[int, int]:

@@ -81,6 +81,11 @@ class ModelConfig:
             "trust_remote_code": self.trust_remote_code,
         }
 
+    def chunk_protocol(self, titles: str) -> dict[str, Any]:
+        """The protocol recorded next to chunk vectors: :meth:`protocol`, plus the titles term
+        (``retriever.titles``) that built each chunk's text from its document."""
+        return {**self.protocol(), "titles": titles}
+
 
 def source_kind(source: str) -> tuple[str, str]:
     kind, _, value = source.partition(":")

@@ -5,7 +5,9 @@ first-stage order below every rescored chunk. The tail's scores are synthetic (t
 score minus 1, 2, 3, ...) so that one score column still orders the whole run.
 
 The new scores come from a reranker of one of two kinds (see stages/rerank.py): a `biencoder`
-(an embedding model of `models`, under its own protocol) or a `crossencoder` from a folder.
+(an embedding model of `models`, under its own protocol) or a `crossencoder` from a folder. Both
+read a chunk's text as the first stage did (its title prepended under ``retriever.titles:
+prepend``) and record the titles term in their protocol.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from releval import io
 from releval.config import section
 from releval.errors import InputError
 from releval.retrieval import runs
+from releval.retrieval.chunking import titles_term
 from releval.retrieval.models import (
     ModelConfig,
     encode,
@@ -85,7 +88,7 @@ def rescore_pairs(
         emb_dir = emb_root / cfg["model"] / chunking
         return biencoder_scores(params, cfg, pairs, queries, chunks, models_dir, emb_dir)
     if cfg["kind"] == "crossencoder":
-        return crossencoder_scores(cfg, pairs, queries, chunks)
+        return crossencoder_scores(cfg, pairs, queries, chunks, titles_term(params))
     raise InputError(
         f"unknown reranker kind {cfg['kind']!r}; expected biencoder or crossencoder",
         file="params.yaml",
@@ -145,11 +148,12 @@ def biencoder_scores(
     come from the encode stage (``emb_dir``) when it used the same weights and protocol."""
     name = cfg["model"]
     config = ModelConfig.from_params(name, section(params, f"models.{name}"))
+    protocol = config.chunk_protocol(titles_term(params))
     manifest = read_manifest(models_dir / name)
     model = load_sentence_transformer(manifest, config)
     start = time.perf_counter()
     table = _texts(pairs, queries, chunks)
-    reusable = reusable_embeddings(emb_dir, config, manifest, chunks)
+    reusable = reusable_embeddings(emb_dir, protocol, manifest, chunks)
     if reusable is not None:  # the grid already encoded this chunking with this model and protocol
         chunk_ids, chunk_vectors = chunks["chunk_id"].to_list(), reusable
     else:
@@ -166,7 +170,7 @@ def biencoder_scores(
         name: {
             "revision": manifest["revision"],
             "weights_sha256": manifest["weights_sha256"],
-            "protocol": config.protocol(),
+            "protocol": protocol,
         }
     }
     scored = table.select("query_id", "chunk_id").with_columns(pl.Series("score", scores))
@@ -174,16 +178,17 @@ def biencoder_scores(
 
 
 def reusable_embeddings(
-    emb_dir: Path, config: ModelConfig, manifest: Mapping[str, Any], chunks: pl.DataFrame
+    emb_dir: Path, protocol: Mapping[str, Any], manifest: Mapping[str, Any], chunks: pl.DataFrame
 ) -> np.ndarray | None:
-    """The encode stage's vectors for these chunks, if they were made by the same weights and protocol."""
+    """The encode stage's vectors for these chunks, if they were made by the same weights and
+    ``protocol`` (:meth:`ModelConfig.chunk_protocol`, the titles term included)."""
     stats_path = emb_dir / "encode.json"
     if not stats_path.exists():
         return None
     stats = json.loads(stats_path.read_text(encoding="utf-8"))
     if (
         stats["weights_sha256"] != manifest["weights_sha256"]
-        or stats["protocol"] != config.protocol()
+        or stats["protocol"] != protocol
         or stats["chunks"] != chunks.height
     ):
         return None
@@ -191,7 +196,7 @@ def reusable_embeddings(
 
 
 def crossencoder_scores(
-    cfg: Mapping[str, Any], pairs: pl.DataFrame, queries: pl.DataFrame, chunks: pl.DataFrame
+    cfg: Mapping[str, Any], pairs: pl.DataFrame, queries: pl.DataFrame, chunks: pl.DataFrame, titles: str
 ) -> tuple[Rescored, dict[str, Any]]:
     """Each pair scored by the CrossEncoder in the folder ``cfg["model"]`` names (first logit)."""
     from sentence_transformers import CrossEncoder
@@ -217,7 +222,7 @@ def crossencoder_scores(
         cfg["model"]: {
             "revision": "cross-encoder from a user folder",
             "weights_sha256": weights_sha256(folder),
-            "protocol": {"max_length": int(cfg.get("max_length", 512))},
+            "protocol": {"max_length": int(cfg.get("max_length", 512)), "titles": titles},
         }
     }
     scored = table.select("query_id", "chunk_id").with_columns(pl.Series("score", scores))
