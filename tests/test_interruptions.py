@@ -100,7 +100,7 @@ def test_second_concurrent_repro_fails_cleanly(default_project, tmp_path):
         (gate / "hold").unlink(missing_ok=True)
     assert first.wait(timeout=900) == 0, log.read_text()
     fusions = {f"fuse@rrf-{m}-{c}" for m in ("minilm", "e5small") for c in ("c256", "c512")}
-    assert ran_stages(log.read_text()) == fusions | {"archive", "rescore", "score", "report"}
+    assert ran_stages(log.read_text()) == fusions | {"params", "archive", "rescore", "score", "report"}
     assert_outputs_whole(project)
     # What the first run recorded is the new configuration's.
     lock = yaml.safe_load((project / "dvc.lock").read_text())["stages"]

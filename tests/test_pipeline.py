@@ -30,8 +30,8 @@ CHECKS = {"params"}
 
 
 def compose(project: Path, *change: str) -> None:
-    """params.yaml as the fixture composed it, plus ``change``."""
-    run(["releval", "params", MINI_CHUNKINGS, *change], project)
+    """params.yaml as the fixture composed it, plus ``change`` (earlier recorded changes forgotten)."""
+    run(["releval", "params", "--reset", MINI_CHUNKINGS, *change], project)
 
 
 def repro(project: Path, *args: str) -> tuple[set[str], str]:

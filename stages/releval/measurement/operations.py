@@ -98,7 +98,8 @@ def ops_markdown(document: Mapping[str, Any]) -> str:
         "they are kept apart from the quality figures (reports/metrics.json, grid.md, report.md).",
         "",
         f"Machine: {machine['cpu']} ({machine['architecture']}), {machine['usable_cores']} usable of "
-        f"{machine['logical_cores']} logical cores, torch threads {machine['torch_threads']}, "
+        f"{machine['logical_cores']} logical cores, encoding on "
+        f"{machine['torch_threads'] or 'torch’s default number of'} torch thread(s), "
         f"device {machine['device']}, 1-minute load {machine['load_1min']} when scored.",
         f"Latency: {protocol['queries']} queries one at a time after {protocol['warmup']} warm-up queries, "
         f"{protocol['threads']} torch thread(s); p50 and p95 of the per-query time (encode + search).",
