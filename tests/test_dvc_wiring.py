@@ -66,16 +66,12 @@ def with_parents(module: str) -> list[str]:
     return [".".join(parts[:i]) for i in range(1, len(parts) + 1)]
 
 
-def has_code(path: Path) -> bool:
-    """False for a file holding at most a docstring (an empty package __init__.py)."""
-    body = ast.parse(path.read_text(encoding="utf-8")).body
-    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-        body = body[1:]
-    return bool(body)
-
-
 def project_files(script: Path, source_root: Path, package: str = PACKAGE) -> set[Path]:
-    """The files of `package` that `script` imports, directly or transitively."""
+    """The files of `package` that `script` imports, directly or transitively.
+
+    Package __init__.py files count even when they hold only a docstring: importing runs them, and
+    code added to one later must rerun the stages that import through it.
+    """
     seen: set[Path] = set()
     todo = [script]
     while todo:
@@ -88,7 +84,7 @@ def project_files(script: Path, source_root: Path, package: str = PACKAGE) -> se
                 if found and found not in seen:
                     seen.add(found)
                     todo.append(found)
-    return {path for path in seen if has_code(path)}
+    return seen
 
 
 def is_covered(file: str, deps: Iterable[str]) -> bool:
@@ -127,7 +123,7 @@ def tiny_project(tmp_path: Path) -> Path:
     """stages/s.py -> releval.a -> (relative) releval.b -> (inside a function) releval.sub.c."""
     files = {
         "stages/s.py": "import os\nfrom releval import a\n",
-        "stages/releval/__init__.py": '"""Docstring only: imported, yet no code to depend on."""\n',
+        "stages/releval/__init__.py": '"""Docstring only, yet run by every import of the package."""\n',
         "stages/releval/a.py": "from . import b\n",
         "stages/releval/b.py": "def f():\n    from releval.sub.c import g\n    return g\n",
         "stages/releval/sub/__init__.py": "X = 1\n",
@@ -143,6 +139,7 @@ def tiny_project(tmp_path: Path) -> Path:
 def test_project_files_follows_imports_transitively(tiny_project: Path) -> None:
     found = project_files(tiny_project / "stages/s.py", tiny_project / "stages")
     assert {path.relative_to(tiny_project / "stages/releval").as_posix() for path in found} == {
+        "__init__.py",  # a docstring only, yet run by every import of the package
         "a.py",
         "b.py",
         "sub/__init__.py",
@@ -163,7 +160,7 @@ def test_missing_deps_names_uncovered_files(tiny_project: Path) -> None:
         }
     }
     body = stage_bodies(pipeline)["s"]
-    assert missing_deps(body, tiny_project) == ["stages/releval/b.py", "stages/s.py"]
+    assert missing_deps(body, tiny_project) == ["stages/releval/__init__.py", "stages/releval/b.py", "stages/s.py"]
 
 
 def test_code_a_stage_never_imports_is_flagged(tiny_project: Path) -> None:
