@@ -1,13 +1,16 @@
-"""DVC stage `encode@<model>-<chunking>`: chunks → embeddings under the model's use protocol.
+"""DVC stage `encode@<model>-<chunking>`: chunks → vectors under the model's use protocol.
 
-Records throughput (chunks/s, tokens/s), dimension, wall time and the truncation rate: the
-share of chunks longer than the model's max_seq_length as the model tokenizes them (its prompt,
-the carried title and special tokens included), whose tails it never sees. The recorded protocol
-names the titles term the chunks were built under. This stage owns the truncation warning:
-it is printed here, once per model and chunking, and only when content tokens are lost.
+Any family (dense, sparse, static; see releval.retrieval.encoders). Records throughput
+(chunks/s, tokens/s), dimension (sparse: vocabulary size and non-zeros per chunk), wall time and
+the truncation rate: the share of chunks longer than the model's max_seq_length as the model
+tokenizes them (its prompt, the carried title and special tokens included), whose tails it never
+sees. The recorded protocol names the titles term the chunks were built under. This stage owns
+the truncation warning: it is printed here, once per model and chunking, and only when content
+tokens are lost.
 """
 
 import argparse
+import time
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +19,8 @@ import polars as pl
 from releval import io, paths
 from releval.config import load_params, section
 from releval.retrieval.chunking import titles_term
-from releval.retrieval.models import ModelConfig, load_sentence_transformer, read_manifest, timed_encode, truncation
+from releval.retrieval.encoders import load_encoder, vector_stats, write_vectors
+from releval.retrieval.models import ModelConfig, read_manifest
 from releval.stage import entry, warn
 
 
@@ -40,17 +44,21 @@ def main() -> None:
     manifest = read_manifest(Path(args.models_dir) / args.model)
     chunks = pl.read_parquet(Path(args.chunks_dir) / f"{args.chunking}.parquet", columns=["chunk_id", "text"])
     texts = chunks["text"].to_list()
-    model = load_sentence_transformer(manifest, config)
-    cut = truncation(model, texts, config)
-    vectors, seconds = timed_encode(model, texts, config, role="document")
+    encoder = load_encoder(manifest, config)
+    cut = encoder.truncation(texts)
+    start = time.perf_counter()
+    vectors = encoder.encode(texts, role="document")
+    seconds = time.perf_counter() - start
     stats = {
         "model": args.model,
         "chunking": args.chunking,
+        "family": config.family,
         "model_revision": manifest["revision"],
         "weights_sha256": manifest["weights_sha256"],
         "protocol": config.chunk_protocol(titles),
+        "encoder": encoder.module_protocol(),
         "chunks": len(texts),
-        "dimension": int(vectors.shape[1]) if vectors.ndim == 2 else 0,
+        **vector_stats(vectors),
         "wall_s": round(seconds, 3),
         "chunks_per_s": round(len(texts) / seconds, 2) if seconds else None,
         "tokens_per_s": round(cut.seen_tokens / seconds, 1) if seconds else None,
@@ -64,11 +72,11 @@ def main() -> None:
     if message:
         warn(message)
     out = Path(args.out_root) / args.model / args.chunking
-    io.write_npy(out / "embeddings.npy", vectors)
+    write_vectors(out, vectors)
     io.write_json(out / "encode.json", stats)
     print(
-        f"encode {args.model}/{args.chunking}: {len(texts)} chunks, {stats['chunks_per_s']} chunks/s, "
-        f"truncated {cut.rate:.1%} of chunks, {cut.lost_share:.1%} of tokens"
+        f"encode {args.model}/{args.chunking} ({config.family}): {len(texts)} chunks, {stats['chunks_per_s']} "
+        f"chunks/s, truncated {cut.rate:.1%} of chunks, {cut.lost_share:.1%} of tokens"
     )
 
 

@@ -1,55 +1,81 @@
-"""DVC stage `fuse@<fusion>-<model>-<chunking>`: fuse a dense run with the BM25 run of the same chunking."""
+"""DVC stages `fuse@<fusion>-<model>-<chunking>` (a model's run with the BM25 run of the same
+chunking) and `fuse-runs@<key>` (any two or more first-stage runs of one chunking, from any
+families, as ``grid.fused.<key>`` declares: ``--fused <key>``)."""
 
 import argparse
 import dataclasses
+from pathlib import Path
 
 from releval import paths
-from releval.retrieval import runs
 from releval.config import build, load_params, section
 from releval.errors import InputError
-from releval.retrieval.fusion import FusionConfig, fuse
+from releval.retrieval import runs
+from releval.retrieval.fusion import FusionConfig, fuse, member_weights
 from releval.stage import entry
+
+ENCODING_FIGURES = ("dimension", "chunks_per_s", "tokens_per_s", "truncation_rate", "truncated_token_share")
+SPARSE_FIGURES = ("doc_nonzeros_mean", "query_nonzeros_mean")  # only where a member is a sparse model
+
+
+def first_figure(metas: list[dict], key: str):
+    return next((m["ops"][key] for m in metas if m["ops"].get(key) is not None), None)
+
+
+def fused_ops(metas: list[dict]) -> dict:
+    """Serving every member: index bytes, peak memory and latency add up (the sum of medians
+    approximates the fused median); encoding figures are those of the first member that has them."""
+    ops = {key: first_figure(metas, key) for key in ENCODING_FIGURES}
+    ops |= {key: first_figure(metas, key) for key in SPARSE_FIGURES if first_figure(metas, key) is not None}
+    for key in ("index_bytes", "peak_rss_bytes", "latency_ms_p50", "latency_ms_p95"):
+        ops[key] = sum(m["ops"][key] for m in metas)
+    return ops
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--fusion", required=True)
-    parser.add_argument("--model", required=True)
-    parser.add_argument("--chunking", required=True)
+    parser.add_argument("--fusion")
+    parser.add_argument("--model")
+    parser.add_argument("--chunking")
+    parser.add_argument("--fused", help="a key of grid.fused")
     parser.add_argument("--runs-root", default=paths.RUNS)
     args = parser.parse_args()
-    where = f"fusions.{args.fusion}"
-    config = build(FusionConfig, section(load_params(), where), where=where)
-    dense, dense_meta = runs.read_run(
-        paths.rebase(paths.DENSE_RUNS, paths.RUNS, args.runs_root) / args.model / args.chunking
-    )
-    bm25, bm25_meta = runs.read_run(paths.rebase(paths.BM25_RUNS, paths.RUNS, args.runs_root) / args.chunking)
+    params = load_params()
+    if args.fused:
+        declared = section(params, f"grid.fused.{args.fused}")
+        fusion, members = declared["fusion"], list(declared["runs"])
+        out = paths.rebase(paths.FUSED_RUNS, paths.RUNS, args.runs_root) / args.fused
+        config_id = runs.multi_fused_id(fusion, members)
+    else:
+        fusion = args.fusion
+        members = [f"dense/{args.model}/{args.chunking}", f"bm25/{args.chunking}"]
+        out = paths.rebase(paths.FUSED_RUNS, paths.RUNS, args.runs_root) / fusion / args.model / args.chunking
+        config_id = runs.fused_id(fusion, args.model, args.chunking)
+    where = f"fusions.{fusion}"
+    config = build(FusionConfig, section(params, where), where=where)
+    loaded = [runs.read_run(Path(args.runs_root) / member) for member in members]
+    metas = [meta for _, meta in loaded]
     try:
-        fused = fuse({"dense": dense, "bm25": bm25}, config)
+        if args.fused:
+            names = [runs.run_path_id(m).rsplit("/", 1)[0] for m in members]
+            config = dataclasses.replace(config, weights=member_weights(config, names))
+            fused = fuse({name: run for name, (run, _) in zip(names, loaded)}, config)
+        else:
+            fused = fuse({"dense": loaded[0][0], "bm25": loaded[1][0]}, config)
     except InputError as exc:  # e.g. a weight missing for one input: name the fusion's own key
         raise InputError(exc.detail, file="params.yaml", field=f"{where}.{exc.field}") from None
-    ops = {
-        key: dense_meta["ops"][key]
-        for key in ("dimension", "chunks_per_s", "tokens_per_s", "truncation_rate", "truncated_token_share")
-    }
-    ops["index_bytes"] = dense_meta["ops"]["index_bytes"] + bm25_meta["ops"]["index_bytes"]
-    # Serving both retrievers holds both in memory: the sum of their peaks bounds it.
-    ops["peak_rss_bytes"] = dense_meta["ops"]["peak_rss_bytes"] + bm25_meta["ops"]["peak_rss_bytes"]
-    # Both retrievers run for every query; the sum of their medians approximates the fused median.
-    for key in ("latency_ms_p50", "latency_ms_p95"):
-        ops[key] = dense_meta["ops"][key] + bm25_meta["ops"][key]
+    models = {name: record for meta in metas for name, record in (meta.get("models") or {}).items()}
+    model = args.model if not args.fused else None
     meta = {
-        "config_id": runs.fused_id(args.fusion, args.model, args.chunking),
+        "config_id": config_id,
         "kind": "fused",
-        "model": args.model,
-        "chunking": args.chunking,
-        "fusion": {"name": args.fusion, **dataclasses.asdict(config)},
-        "inputs": [dense_meta["config_id"], bm25_meta["config_id"]],
-        "ops": ops,
-        "models": dense_meta["models"],
-        "queries": dense_meta["queries"],
+        "model": model if model else metas[0].get("model"),
+        "chunking": metas[0]["chunking"],
+        "fusion": {"name": fusion, **dataclasses.asdict(config)},
+        "inputs": [m["config_id"] for m in metas],
+        "ops": fused_ops(metas),
+        "models": models,
+        "queries": metas[0]["queries"],
     }
-    out = paths.rebase(paths.FUSED_RUNS, paths.RUNS, args.runs_root) / args.fusion / args.model / args.chunking
     runs.write_run(out, fused, meta)
     print(f"fuse {meta['config_id']}: {fused.height} rows")
 

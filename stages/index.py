@@ -1,12 +1,18 @@
-"""DVC stage `index@<model>-<chunking>`: embeddings → usearch index (HNSW, or none when exact)."""
+"""DVC stage `index@<model>-<chunking>`: vectors → usearch index (HNSW, or none when exact).
+
+A sparse cell's index is its vectors (a CSR matrix, searched exactly through its transpose, the
+inverted index): nothing is built, its size and non-zeros are recorded.
+"""
 
 import argparse
+import json
 import time
 from pathlib import Path
 
 from releval import io, paths
 from releval.config import load_params, section
 from releval.retrieval.dense import IndexConfig, build_index
+from releval.retrieval.encoders import read_vectors
 from releval.stage import entry
 
 
@@ -18,20 +24,19 @@ def main() -> None:
     parser.add_argument("--out-root", default=paths.INDEXES)
     args = parser.parse_args()
     config = IndexConfig.from_params(section(load_params(), "retriever.index"))
-    vectors = io.read_npy(Path(args.emb_root) / args.model / args.chunking / "embeddings.npy")
+    emb_dir = Path(args.emb_root) / args.model / args.chunking
+    encoded = json.loads((emb_dir / "encode.json").read_text(encoding="utf-8"))
+    vectors = read_vectors(emb_dir, encoded["family"])
     out = Path(args.out_root) / args.model / args.chunking
-    stats = {
-        "model": args.model,
-        "chunking": args.chunking,
-        "vectors": int(len(vectors)),
-        **{k: v for k, v in vars(config).items()},
-    }
-    stats["searched_exactly"] = config.is_exact(len(vectors))
-    if stats["searched_exactly"]:  # searched by brute force: the vectors are the index
-        stats.update({"index_bytes": int(vectors.nbytes), "build_s": 0.0})
+    stats = {"model": args.model, "chunking": args.chunking, "vectors": int(vectors.shape[0]), **vars(config)}
+    if encoded["family"] == "sparse":
+        stats.update({"searched_exactly": True, "index_bytes": encoded["index_bytes"], "build_s": 0.0})
+    elif config.is_exact(len(vectors)):  # searched by brute force: the vectors are the index
+        stats.update({"searched_exactly": True, "index_bytes": int(vectors.nbytes), "build_s": 0.0})
     else:
         start = time.perf_counter()
         index = build_index(vectors, config)
+        stats["searched_exactly"] = False
         stats["build_s"] = round(time.perf_counter() - start, 3)
         with io.atomic_path(out / "index.usearch") as tmp:
             index.save(str(tmp))

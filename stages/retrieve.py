@@ -1,7 +1,8 @@
 """DVC stage `retrieve@<model>-<chunking>`: encode the queries, search the index, write the run.
 
-Also measures ANN recall@k against exact search on the same queries, and per-query latency
-(one query encoded and searched at a time, as a live system would).
+Any family (releval.retrieval.encoders). Also measures ANN recall@k against exact search on the
+same queries (1.0 by construction where the search is exact, sparse cells always), and per-query
+latency (one query encoded and searched at a time, as a live system would).
 """
 
 import argparse
@@ -10,12 +11,13 @@ from pathlib import Path
 
 import polars as pl
 
-from releval import io, paths
+from releval import paths
 from releval.measurement import holdout
 from releval.retrieval import runs
 from releval.config import load_params, section
-from releval.retrieval.dense import IndexConfig, dense_run_meta, recall_against_exact, restore_index, search
-from releval.retrieval.models import ModelConfig, encode, load_sentence_transformer, read_manifest
+from releval.retrieval.dense import IndexConfig, model_run_meta, recall_against_exact, restore_index
+from releval.retrieval.encoders import load_encoder, query_vector_figures, read_vectors, search_cell
+from releval.retrieval.models import ModelConfig, read_manifest
 from releval.stage import entry, warn
 
 
@@ -39,15 +41,16 @@ def main() -> None:
     chunks = pl.read_parquet(Path(args.chunks_dir) / f"{args.chunking}.parquet", columns=["chunk_id", "doc_id"])
     emb_dir = Path(args.emb_root) / args.model / args.chunking
     index_dir = Path(args.index_root) / args.model / args.chunking
-    vectors = io.read_npy(emb_dir / "embeddings.npy")
-    exact = index_config.is_exact(len(vectors))
-    index = None if exact else restore_index(str(index_dir / "index.usearch"), index_config)
-    model = load_sentence_transformer(read_manifest(Path(args.models_dir) / args.model), config)
+    encode_stats = json.loads((emb_dir / "encode.json").read_text())
+    index_stats = json.loads((index_dir / "index.json").read_text())
+    vectors = read_vectors(emb_dir, config.family)
+    index = None if index_stats["searched_exactly"] else restore_index(str(index_dir / "index.usearch"), index_config)
+    encoder = load_encoder(read_manifest(Path(args.models_dir) / args.model), config)
 
-    query_vectors = encode(model, queries["text"].to_list(), config, role="query")
-    positions, scores = search(index, vectors, query_vectors, int(dense["top_k"]), index_config)
+    query_vectors = encoder.encode(queries["text"].to_list(), role="query")
+    positions, scores = search_cell(vectors, query_vectors, int(dense["top_k"]), index, index_config)
     recall_k = int(dense["recall_k"])
-    exact_positions, _ = search(index, vectors, query_vectors, recall_k, index_config, exact=True)
+    exact_positions, _ = search_cell(vectors, query_vectors, recall_k, index, index_config, exact=True)
     ann_recall = recall_against_exact(positions[:, :recall_k], exact_positions)
     if ann_recall < 0.95:
         warn(
@@ -56,19 +59,20 @@ def main() -> None:
         )
     top_k = int(dense["top_k"])
     latencies = runs.per_query_latency(
-        lambda text: search(index, vectors, encode(model, [text], config, role="query"), top_k, index_config),
+        lambda text: search_cell(vectors, encoder.encode([text], role="query"), top_k, index, index_config),
         queries["text"].to_list(),
     )
     run = runs.from_arrays(queries["query_id"].to_list(), positions, scores, chunks)
-    meta = dense_run_meta(
+    meta = model_run_meta(
         args.model,
         args.chunking,
-        encode_stats=json.loads((emb_dir / "encode.json").read_text()),
-        index_stats=json.loads((index_dir / "index.json").read_text()),
+        encode_stats=encode_stats,
+        index_stats=index_stats,
         ann_recall={recall_k: ann_recall},
         latencies=latencies,
         top_k=top_k,
         queries=queries.height,
+        query_figures=query_vector_figures(query_vectors),
     )
     runs.write_run(Path(args.out_root) / args.model / args.chunking, run, meta)
     print(

@@ -55,17 +55,26 @@ def test_a_later_override_replaces_the_same_key_and_reset_forgets_all(project):
     assert composed(project)["grid"]["chunkings"] == ["c256", "c512"]
     compose(conf, params, reset=True)
     assert not (conf / RECORDED).exists()
-    assert composed(project)["grid"]["chunkings"] == ["c256", "c512", "c1024"]
+    assert composed(project)["grid"]["chunkings"] == ["c256", "c512"]
     assert composed(project)["fusions"]["rrf"]["k"] == 60
 
 
 def test_a_dataset_brings_its_judgments_and_a_group_can_be_added(project):
     conf, params = project / "conf", project / "params.yaml"
-    compose(conf, params, ["dataset=cranfield-mini", "+model@models.mpnet=mpnet", "grid.models=[minilm,mpnet]"])
+    compose(
+        conf,
+        params,
+        [
+            "dataset=cranfield-mini",
+            "+model@models.mpnet=mpnet",
+            "grid.models=[minilm,mpnet]",
+            "~fused@grid.fused.splade_minilm",
+        ],
+    )
     params_doc = composed(project)
     assert params_doc["dataset"]["name"] == "cranfield-mini"
     assert params_doc["judgments"]["version"] == "cranfield-1"
-    assert set(params_doc["models"]) == {"minilm", "e5small", "mpnet"}
+    assert set(params_doc["models"]) == {"minilm", "e5small", "splade", "wordllama", "mpnet"}
     assert dvc_composed(project)["dataset"]["name"] == "cranfield-mini"
 
 
@@ -138,9 +147,12 @@ def test_check_fails_after_a_conf_edit_until_recomposed(project):
 
 def test_a_group_entry_can_be_deleted_and_stays_deleted(project):
     conf, params = project / "conf", project / "params.yaml"
-    compose(conf, params, ["~model@models.e5small", "grid.models=[minilm]", "rerankers.e5.model=minilm"])
+    remaining = ["minilm", "splade", "wordllama"]
+    compose(
+        conf, params, ["~model@models.e5small", f"grid.models=[{','.join(remaining)}]", "rerankers.e5.model=minilm"]
+    )
     compose(conf, params)
-    assert set(composed(project)["models"]) == {"minilm"}
-    assert set(dvc_composed(project)["models"]) == {"minilm"}
+    assert set(composed(project)["models"]) == set(remaining)
+    assert set(dvc_composed(project)["models"]) == set(remaining)
     with pytest.raises(InputError, match="only a config group entry can be deleted"):
         compose(conf, params, ["~grid.reranked.minilm-c256-e5"])

@@ -12,7 +12,7 @@ from support.commands import ran_stages, run
 from support.projects import copy_project
 from support.pydocs_mini import MINI_CONFIGS
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.heavy]
 
 C256 = {c for c in MINI_CONFIGS if "/c256" in c}
 

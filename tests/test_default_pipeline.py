@@ -19,7 +19,7 @@ from releval import paths
 from releval.measurement import holdout
 from support.commands import ran_stages, run
 from support.projects import copy_project, output_bytes
-from support.pydocs_mini import MINI_CONFIGS, mini_queries
+from support.pydocs_mini import DEFAULT_MODELS, MINI_CONFIGS, mini_queries
 
 pytestmark = pytest.mark.slow
 
@@ -35,24 +35,24 @@ def test_every_stage_of_the_default_grid_ran(default_project):
         "ingest",
         "queries",
         "judgments",
-        "model@minilm",
-        "model@e5small",
         "chunk@c256",
         "chunk@c512",
         "rerank@minilm-c256-e5",
+        "fuse-runs@splade_minilm",
         "score",
         "archive",
         "rescore",
         "report",
     }
+    expected |= {f"model@{m}" for m in DEFAULT_MODELS}
     expected |= {
         f"{stage}@{m}-{c}"
         for stage in ("encode", "index", "retrieve")
-        for m in ("minilm", "e5small")
+        for m in DEFAULT_MODELS
         for c in ("c256", "c512")
     }
     expected |= {f"bm25@{c}" for c in ("c256", "c512")}
-    expected |= {f"fuse@rrf-{m}-{c}" for m in ("minilm", "e5small") for c in ("c256", "c512")}
+    expected |= {f"fuse@rrf-{m}-{c}" for m in DEFAULT_MODELS for c in ("c256", "c512")}
     assert ran == expected
     assert run(["dvc", "status"], default_project).stdout.strip() == "Data and pipelines are up to date."
 

@@ -25,7 +25,7 @@ import yaml
 from support import BIN
 from support.commands import ran_stages, run
 from support.projects import copy_project
-from support.pydocs_mini import MINI_CHUNKINGS, MINI_CONFIGS
+from support.pydocs_mini import DEFAULT_MODELS, MINI_CHUNKINGS, MINI_CONFIGS
 
 pytestmark = pytest.mark.slow
 
@@ -99,7 +99,7 @@ def test_second_concurrent_repro_fails_cleanly(default_project, tmp_path):
     finally:
         (gate / "hold").unlink(missing_ok=True)
     assert first.wait(timeout=900) == 0, log.read_text()
-    fusions = {f"fuse@rrf-{m}-{c}" for m in ("minilm", "e5small") for c in ("c256", "c512")}
+    fusions = {f"fuse@rrf-{m}-{c}" for m in DEFAULT_MODELS for c in ("c256", "c512")} | {"fuse-runs@splade_minilm"}
     assert ran_stages(log.read_text()) == fusions | {"params", "archive", "rescore", "score", "report"}
     assert_outputs_whole(project)
     # What the first run recorded is the new configuration's.

@@ -241,6 +241,18 @@ def check_grid(params: Mapping[str, Any], source: str = "params.yaml") -> None:
         for name in grid.get(field) or []:
             if name not in defined:
                 raise InputError(unknown(what, str(name), defined), file=source, field=f"grid.{field}")
+    fusions = params.get("fusions") or {}
+    for key, entry in (grid.get("fused") or {}).items():
+        if not isinstance(entry, Mapping) or set(entry) != {"fusion", "runs"}:
+            raise InputError("expected exactly the keys fusion and runs", file=source, field=f"grid.fused.{key}")
+        if key in fusions:
+            raise InputError(
+                "a grid.fused key must not be a fusion's name (both name folders under runs/fused)",
+                file=source,
+                field=f"grid.fused.{key}",
+            )
+        if entry["fusion"] not in fusions:
+            raise InputError(unknown("fusion", str(entry["fusion"]), fusions), file=source, field=f"grid.fused.{key}")
     ids = grid_config_ids(grid)
     first_stage = set(ids)
     for key, entry in (grid.get("reranked") or {}).items():
@@ -249,13 +261,21 @@ def check_grid(params: Mapping[str, Any], source: str = "params.yaml") -> None:
             raise InputError(
                 unknown("reranker", str(entry.get("reranker")), rerankers), file=source, field=f"grid.reranked.{key}"
             )
-        run_id = run_path_id(str(entry.get("run", "")))
+        run_id = run_path_id(str(entry.get("run", "")), grid)
         if run_id not in first_stage:
             raise InputError(
                 unknown("first-stage run", run_id, (i for i in ids if "+rerank(" not in i)),
                 file=source,
                 field=f"grid.reranked.{key}.run",
             )
+    for key, entry in (grid.get("fused") or {}).items():
+        for member in entry["runs"]:
+            if run_path_id(str(member)) not in first_stage:
+                raise InputError(
+                    unknown("first-stage run", run_path_id(str(member)), (i for i in ids if "+rerank(" not in i)),
+                    file=source,
+                    field=f"grid.fused.{key}.runs",
+                )
     baseline = grid.get("baseline")
     if baseline is not None and baseline not in ids:
         raise InputError(unknown("configuration", str(baseline), ids), file=source, field="grid.baseline")

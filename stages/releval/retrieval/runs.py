@@ -39,6 +39,20 @@ def fused_id(fusion: str, model: str, chunking: str) -> str:
     return f"{fusion}({model},bm25)/{chunking}"
 
 
+def multi_fused_id(fusion: str, members: Sequence[str]) -> str:
+    """A fusion of several first-stage runs of one chunking: ``rrf(splade,minilm)/c256``."""
+    ids = [run_path_id(member) for member in members]
+    chunkings = {cid.rsplit("/", 1)[1] for cid in ids}
+    if len(ids) < 2 or len(chunkings) != 1:
+        raise InputError(
+            f"a fusion needs two or more first-stage runs of one chunking, got {list(members)}",
+            file="params.yaml",
+            field="grid.fused",
+        )
+    names = [cid.rsplit("/", 1)[0] for cid in ids]
+    return f"{fusion}({','.join(names)})/{chunkings.pop()}"
+
+
 def reranked_id(base_id: str, reranker: str) -> str:
     return f"{base_id}+rerank({reranker})"
 
@@ -51,8 +65,10 @@ def grid_config_ids(grid: dict) -> list[str]:
         for model in grid["models"]:
             ids.append(dense_id(model, chunking))
             ids.extend(fused_id(fusion, model, chunking) for fusion in grid.get("fusions") or [])
+    for entry in (grid.get("fused") or {}).values():
+        ids.append(multi_fused_id(entry["fusion"], entry["runs"]))
     for entry in (grid.get("reranked") or {}).values():
-        ids.append(reranked_id(run_path_id(entry["run"]), entry["reranker"]))
+        ids.append(reranked_id(run_path_id(entry["run"], grid), entry["reranker"]))
     return sorted(ids)
 
 
@@ -66,8 +82,10 @@ def grid_run_folders(grid: dict, root: str | Path) -> dict[str, Path]:
             folders[dense_id(model, chunking)] = root / "dense" / model / chunking
             for fusion in grid.get("fusions") or []:
                 folders[fused_id(fusion, model, chunking)] = root / "fused" / fusion / model / chunking
+    for key, entry in (grid.get("fused") or {}).items():
+        folders[multi_fused_id(entry["fusion"], entry["runs"])] = root / "fused" / key
     for key, entry in (grid.get("reranked") or {}).items():
-        folders[reranked_id(run_path_id(entry["run"]), entry["reranker"])] = root / "rerank" / key
+        folders[reranked_id(run_path_id(entry["run"], grid), entry["reranker"])] = root / "rerank" / key
     return dict(sorted(folders.items(), key=lambda item: item[1]))
 
 
@@ -88,8 +106,10 @@ def grid_runs(grid: dict, root: str | Path) -> tuple[list[Path], list[Path]]:
     return list(declared.values()), [f for f in find_runs(root) if f not in wanted]
 
 
-def run_path_id(path: str) -> str:
-    """The configuration id of a run folder under data/work/runs (``dense/minilm/c256`` → ``minilm/c256``)."""
+def run_path_id(path: str, grid: dict | None = None) -> str:
+    """The configuration id of a first-stage run folder under data/work/runs (``dense/minilm/c256`` →
+    ``minilm/c256``; any model family's runs live under ``dense/``). ``fused/<key>`` names an entry
+    of ``grid.fused``, resolved through ``grid``."""
     parts = path.strip("/").split("/")
     if parts[0] == "dense" and len(parts) == 3:
         return dense_id(parts[1], parts[2])
@@ -97,6 +117,9 @@ def run_path_id(path: str) -> str:
         return bm25_id(parts[1])
     if parts[0] == "fused" and len(parts) == 4:
         return fused_id(*parts[1:])
+    fused = (grid or {}).get("fused") or {}
+    if parts[0] == "fused" and len(parts) == 2 and parts[1] in fused:
+        return multi_fused_id(fused[parts[1]]["fusion"], fused[parts[1]]["runs"])
     raise InputError(f"not a first-stage run path: {path!r}", file="params.yaml", field="grid.reranked")
 
 

@@ -1,0 +1,186 @@
+"""One interface over the retriever families: load a model, encode texts, store and search vectors.
+
+Every stage that encodes (encode, retrieve, rerank) goes through :func:`load_encoder`, so the
+family decides only *how* texts become vectors and how those vectors are stored and searched:
+
+* dense and static models give an ``(n, dimension)`` float32 matrix, stored as ``embeddings.npy``
+  and searched by usearch (HNSW) or exactly (:mod:`releval.retrieval.dense`);
+* sparse models give a canonical CSR matrix over the vocabulary, stored as three ``.npy`` arrays
+  and searched exactly through the inverted index (:mod:`releval.retrieval.sparse`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from releval import io
+from releval.errors import InputError
+from releval.retrieval.models import (
+    ModelConfig,
+    encode,
+    load_sentence_transformer,
+    model_folder,
+    source_kind,
+    token_lengths,
+    Truncation,
+)
+
+DENSE_FILE = "embeddings.npy"
+
+
+@dataclasses.dataclass
+class Encoder:
+    """A loaded model of any family under its declared protocol."""
+
+    config: ModelConfig
+    manifest: dict[str, Any]
+    model: Any
+
+    @property
+    def family(self) -> str:
+        return self.config.family
+
+    def prompt(self, role: str) -> str:
+        return self.config.query_prompt if role == "query" else self.config.document_prompt
+
+    def encode(self, texts: Sequence[str], role: str):
+        """``role`` is "query" or "document"; dense/static: float32 matrix, sparse: CSR matrix."""
+        if self.family == "sparse":
+            from releval.retrieval.sparse import encode_sparse
+
+            return encode_sparse(self.model, texts, self.config, role)
+        if self.family == "static":
+            from releval.retrieval.static import encode_static
+
+            return encode_static(self.model, texts, self.config, role)
+        return encode(self.model, texts, self.config, role)
+
+    def token_lengths(self, texts: Sequence[str], role: str) -> np.ndarray:
+        """Each text's token count as the model tokenizes it (prompt and special tokens included)."""
+        if self.family == "static":
+            from releval.retrieval.static import static_token_lengths
+
+            return static_token_lengths(self.model, texts, self.prompt(role))
+        return token_lengths(self.model, texts, self.prompt(role))
+
+    def truncation(self, texts: Sequence[str], role: str = "document") -> Truncation:
+        """How max_seq_length cuts ``texts`` under the role's prompt (static models never cut)."""
+        if self.family == "static":
+            from releval.retrieval.static import static_truncation
+
+            return static_truncation(self.model, texts, self.config, role)
+        return Truncation(self.token_lengths(texts, role), self.config.max_seq_length)
+
+    def module_protocol(self) -> dict[str, Any]:
+        """What the loaded model does beyond the config (pooling, activation, vocabulary)."""
+        if self.family == "sparse":
+            from releval.retrieval.sparse import sparse_protocol
+
+            return sparse_protocol(self.model)
+        if self.family == "static":
+            from releval.retrieval.static import static_protocol
+
+            return static_protocol(self.model)
+        return dense_protocol(self.model)
+
+
+def dense_protocol(model) -> dict[str, Any]:
+    """The sentence-transformers modules after the transformer (pooling, normalisation), by name."""
+    modules = [type(module).__name__ for module in model]
+    pooling = next((module for module in model if type(module).__name__ == "Pooling"), None)
+    return {
+        "modules": modules,
+        "pooling": _pooling_mode(pooling),
+    }
+
+
+def _pooling_mode(pooling) -> str | list[str] | None:
+    if pooling is None:
+        return None
+    mode = getattr(pooling, "pooling_mode", None)
+    return list(mode) if isinstance(mode, (list, tuple)) else mode
+
+
+def load_encoder(manifest: dict[str, Any], config: ModelConfig) -> Encoder:
+    """Load the model the `model` stage's manifest names, for its family."""
+    if config.family == "sparse":
+        from releval.retrieval.sparse import load_sparse_encoder
+
+        model = load_sparse_encoder(model_folder(manifest), config)
+    elif config.family == "static":
+        from releval.retrieval.static import load_static, static_weights_sha256
+
+        _, name = source_kind(config.source)
+        if static_weights_sha256(name, config.dimension) != manifest["weights_sha256"]:
+            raise InputError(
+                "model weights differ from those the `model` stage recorded; run `dvc repro`",
+                file=config.source,
+                field="weights_sha256",
+            )
+        model = load_static(name, config.dimension, config)
+    else:
+        model = load_sentence_transformer(manifest, config)
+    return Encoder(config, manifest, model)
+
+
+def write_vectors(folder: str | Path, vectors) -> None:
+    """A cell's vectors, byte-identical for identical vectors (no zip timestamps)."""
+    if isinstance(vectors, np.ndarray):
+        io.write_npy(Path(folder) / DENSE_FILE, vectors)
+    else:
+        from releval.retrieval.sparse import write_sparse
+
+        write_sparse(folder, vectors)
+
+
+def read_vectors(folder: str | Path, family: str):
+    if family == "sparse":
+        from releval.retrieval.sparse import read_sparse
+
+        return read_sparse(folder)
+    return io.read_npy(Path(folder) / DENSE_FILE)
+
+
+def pair_scores(query_vectors, chunk_vectors, query_rows: np.ndarray, chunk_rows: np.ndarray) -> np.ndarray:
+    """Dot product of each (query row, chunk row) pair, float64, for any family's vectors."""
+    if isinstance(query_vectors, np.ndarray):
+        return np.einsum("ij,ij->i", query_vectors[query_rows], chunk_vectors[chunk_rows]).astype(np.float64)
+    products = query_vectors[query_rows].astype(np.float64).multiply(chunk_vectors[chunk_rows].astype(np.float64))
+    return np.asarray(products.sum(axis=1), dtype=np.float64).reshape(-1)
+
+
+def vector_stats(vectors) -> dict[str, Any]:
+    """The cost figures of a cell's vectors: dimension; sparse: vocabulary and non-zeros per row."""
+    if isinstance(vectors, np.ndarray):
+        return {"dimension": int(vectors.shape[1]) if vectors.ndim == 2 else 0}
+    from releval.retrieval.sparse import sparse_stats
+
+    return {"dimension": int(vectors.shape[1]), **sparse_stats(vectors)}
+
+
+def search_cell(vectors, query_vectors, k: int, index, index_config, exact: bool | None = None):
+    """Top-k chunk positions (−1: no hit) and scores of each query over one cell's vectors.
+
+    Sparse cells are always searched exactly (inner product over the inverted index); dense and
+    static cells through the usearch index or exactly, as ``index_config`` decides.
+    """
+    if not isinstance(vectors, np.ndarray):
+        from releval.retrieval.sparse import sparse_search
+
+        return sparse_search(vectors, query_vectors, k)
+    from releval.retrieval.dense import search
+
+    return search(index, vectors, query_vectors, k, index_config, exact=exact)
+
+
+def query_vector_figures(query_vectors) -> dict[str, Any]:
+    """Sparse queries: non-zeros per query (what an inverted-index search walks); nothing for dense."""
+    if isinstance(query_vectors, np.ndarray):
+        return {}
+    nonzeros = np.diff(query_vectors.indptr)
+    return {"query_nonzeros_mean": round(float(nonzeros.mean()), 2) if len(nonzeros) else 0.0}
