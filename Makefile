@@ -37,7 +37,8 @@ repro: params
 	$(BIN)/dvc repro
 
 # make test stays under 15 minutes on 2 cores; the few tests that repeat large parts of the
-# pipeline (a fresh clone's repro, regrowing the grid) run in make test-heavy. CI runs both.
+# pipeline (a fresh clone's repro, regrowing the grid, the holdout opening) run in make test-heavy.
+# CI runs both.
 test: setup
 	$(BIN)/python -m pytest -q -m "not heavy"
 

@@ -169,6 +169,7 @@ def test_no_file_a_default_stage_writes_holds_a_holdout_judgment_or_run_line(def
     assert holdout.read_log(default_project / "reports" / "holdout_access.jsonl") == []
 
 
+@pytest.mark.heavy  # every stage script again on the holdout queries (about 80 s)
 def test_opening_the_holdout_is_logged_first_then_scored_apart(default_project, tmp_path):
     project = copy_project(default_project, tmp_path / "opened")
     log = project / "reports" / "holdout_access.jsonl"

@@ -57,14 +57,22 @@ def test_grid_runs_every_configuration(default_project):
     assert "`rrf(minilm,bm25)/c256`" in grid and "`minilm/c256+rerank(e5)`" in grid and "index MB" in grid
 
 
-def test_dense_ops_are_recorded(default_project):
+DIMENSIONS = {"minilm": 384, "e5small": 384, "splade": 30522, "wordllama": 256}  # sparse: the vocabulary
+
+
+def test_every_family_records_its_ops(default_project):
     configs = json.loads((default_project / "reports" / "metrics.json").read_text())["configs"]
     machine = json.loads((default_project / "reports" / "ops.json").read_text())
     assert machine["machine"]["logical_cores"] >= 1 and machine["latency_protocol"]["threads"] == 1
     for cid in (f"{m}/{c}" for m in MODELS for c in CHUNKINGS):
         ops = configs[cid]["ops"]  # cost figures: the same on every machine
-        assert ops["dimension"] == 384, cid  # both default models embed in 384 dimensions
+        model = cid.split("/")[0]
+        assert ops["dimension"] == DIMENSIONS[model], cid
         assert ops["index_bytes"] > 0, cid
+        sparse = model == "splade"
+        assert ("doc_nonzeros_mean" in ops and "query_nonzeros_mean" in ops) == sparse, cid
+        if sparse:
+            assert 0 < ops["query_nonzeros_mean"] < ops["doc_nonzeros_mean"] < ops["vocabulary_size"], cid
         assert 0.0 <= ops["truncation_rate"] <= 1.0, cid
         assert ops["ann_recall@10"] == 1.0, cid  # searched exactly at this size
         assert not set(ops) & {"chunks_per_s", "latency_ms_p50", "latency_ms_p95", "peak_rss_bytes"}, cid

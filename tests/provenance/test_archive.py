@@ -708,13 +708,19 @@ def one_model_conf(project: Path) -> None:
     """
     path = project / "conf" / "config.yaml"
     text = path.read_text(encoding="utf-8")
-    for line in ("  - model@models.e5small: e5small\n", "  - reranker@rerankers.e5: e5small\n"):
+    for line in (
+        "  - model@models.e5small: e5small\n",
+        "  - model@models.splade: splade\n",
+        "  - model@models.wordllama: wordllama\n",
+        "  - reranker@rerankers.e5: e5small\n",
+        "  - fused@grid.fused.splade_minilm: splade_minilm\n",
+    ):
         assert line in text
         text = text.replace(line, "")
     text = text[: text.index("  reranked:")] + "  reranked: {}\n" + text[text.index("  baseline:") :]
     for old, new in (
-        ("models: [minilm, e5small]", "models: [minilm]"),
-        ("chunkings: [c256, c512, c1024]", "chunkings: [c256]"),
+        ("models: [minilm, e5small, splade, wordllama]", "models: [minilm]"),
+        ("chunkings: [c256, c512]", "chunkings: [c256]"),
     ):
         assert old in text
         text = text.replace(old, new)

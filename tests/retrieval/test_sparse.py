@@ -217,6 +217,7 @@ def test_loads_and_encodes_with_the_network_blocked(folder, monkeypatch):
 
 
 @pytest.mark.slow
+@pytest.mark.heavy  # starts a two-process pool (about 10 s)
 def test_several_devices_encode_the_same_vectors(model, config, encoded):
     """Two CPU workers stand in for two accelerators: the library's pool, the same vectors
     (to float rounding: the workers' batches are cut differently)."""
