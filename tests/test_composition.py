@@ -74,7 +74,7 @@ def test_a_dataset_brings_its_judgments_and_a_group_can_be_added(project):
     params_doc = composed(project)
     assert params_doc["dataset"]["name"] == "cranfield-mini"
     assert params_doc["judgments"]["version"] == "cranfield-1"
-    assert set(params_doc["models"]) == {"minilm", "e5small", "splade", "wordllama", "mpnet"}
+    assert set(params_doc["models"]) == {"minilm", "e5small", "splade", "wordllama", "minilm_l3", "mpnet"}
     assert dvc_composed(project)["dataset"]["name"] == "cranfield-mini"
 
 
@@ -83,7 +83,7 @@ def test_a_dataset_brings_its_judgments_and_a_group_can_be_added(project):
     [
         ("dataset=pydcs", "unknown dataset option 'pydcs'; did you mean 'pydocs'?"),
         ("judgments=pydocs-v9", "unknown judgments option 'pydocs-v9'; did you mean"),
-        ("grid.models=[minlm]", "unknown model 'minlm'; did you mean 'minilm'?"),
+        ("grid.models=[minlm]", "unknown model 'minlm'; did you mean 'minilm' or 'minilm_l3'?"),
         ("grid.chunkings=[c265]", "unknown chunking 'c265'; did you mean 'c256'"),
         ("grid.chunkings=[c512]", "unknown first-stage run 'minilm/c256'"),  # the reranked run left the grid
         ("grid.fusions=[rff]", "unknown fusion 'rff'; did you mean 'rrf'?"),
@@ -147,7 +147,7 @@ def test_check_fails_after_a_conf_edit_until_recomposed(project):
 
 def test_a_group_entry_can_be_deleted_and_stays_deleted(project):
     conf, params = project / "conf", project / "params.yaml"
-    remaining = ["minilm", "splade", "wordllama"]
+    remaining = ["minilm", "splade", "wordllama", "minilm_l3"]
     compose(
         conf, params, ["~model@models.e5small", f"grid.models=[{','.join(remaining)}]", "rerankers.e5.model=minilm"]
     )

@@ -57,7 +57,8 @@ def test_grid_runs_every_configuration(default_project):
     assert "`rrf(minilm,bm25)/c256`" in grid and "`minilm/c256+rerank(e5)`" in grid and "index MB" in grid
 
 
-DIMENSIONS = {"minilm": 384, "e5small": 384, "splade": 30522, "wordllama": 256}  # sparse: the vocabulary
+# Sparse: the vocabulary size.
+DIMENSIONS = {"minilm": 384, "e5small": 384, "splade": 30522, "wordllama": 256, "minilm_l3": 384}
 
 
 def test_every_family_records_its_ops(default_project):

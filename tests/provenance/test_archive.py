@@ -712,6 +712,7 @@ def one_model_conf(project: Path) -> None:
         "  - model@models.e5small: e5small\n",
         "  - model@models.splade: splade\n",
         "  - model@models.wordllama: wordllama\n",
+        "  - model@models.minilm_l3: minilm_l3\n",
         "  - reranker@rerankers.e5: e5small\n",
         "  - fused@grid.fused.splade_minilm: splade_minilm\n",
     ):
@@ -719,7 +720,7 @@ def one_model_conf(project: Path) -> None:
         text = text.replace(line, "")
     text = text[: text.index("  reranked:")] + "  reranked: {}\n" + text[text.index("  baseline:") :]
     for old, new in (
-        ("models: [minilm, e5small, splade, wordllama]", "models: [minilm]"),
+        ("models: [minilm, e5small, splade, wordllama, minilm_l3]", "models: [minilm]"),
         ("chunkings: [c256, c512]", "chunkings: [c256]"),
     ):
         assert old in text

@@ -17,7 +17,7 @@ from support.projects import make_project
 # must-never-break; q020 regraded in v2, q101 added in v2) and five sealed holdout queries (one
 # must-never-break), every slice present.
 MINI_QUERIES = (*(f"q{i:03d}" for i in range(1, 16)), "q020", "q101")
-DEFAULT_MODELS = ("minilm", "e5small", "splade", "wordllama")  # the shipped grid.models
+DEFAULT_MODELS = ("minilm", "e5small", "splade", "wordllama", "minilm_l3")  # the shipped grid.models
 # The configurations the default grid scores with MINI_CHUNKINGS.
 MINI_CONFIGS = frozenset(
     {f"{m}/{c}" for m in DEFAULT_MODELS for c in ("c256", "c512")}
