@@ -64,6 +64,7 @@ def assert_outputs_whole(project: Path) -> None:
     assert [p for d in ("data/work", "reports") for p in (project / d).rglob(".releval-tmp-*")] == []
 
 
+@pytest.mark.heavy  # repeats part of the pipeline (30-85 s); make test-heavy
 def test_second_concurrent_repro_fails_cleanly(default_project, tmp_path):
     project = copy_project(default_project, tmp_path / "concurrent")
     run(["releval", "params", MINI_CHUNKINGS, "fusions.rrf.k=10"], project)  # the fusions, then scoring, rerun

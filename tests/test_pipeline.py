@@ -110,6 +110,7 @@ def test_noop_repro_runs_nothing(default_project, tmp_path):
     assert run(["dvc", "status"], project).stdout.strip() == UP_TO_DATE
 
 
+@pytest.mark.heavy  # repeats part of the pipeline (30-85 s); make test-heavy
 def test_fusion_change_reruns_only_fusion_and_scoring(default_project, tmp_path):
     project = copy_project(default_project, tmp_path / "fusion")
     compose(project, "fusions.rrf.k=10")
@@ -120,6 +121,7 @@ def test_fusion_change_reruns_only_fusion_and_scoring(default_project, tmp_path)
     assert ran == fused | CHECKS | {"score", "archive", "rescore", "report"}
 
 
+@pytest.mark.heavy  # repeats part of the pipeline (30-85 s); make test-heavy
 def test_model_change_reencodes_only_that_model(default_project, tmp_path):
     # The static model re-encodes in a blink; the DVC wiring is the same for every family.
     project = copy_project(default_project, tmp_path / "model")
@@ -193,6 +195,9 @@ def test_same_model_under_two_names_gives_the_same_numbers(tmp_path):
         tmp_path / "twins",
         "grid.chunkings=[c256]",
         "~model@models.e5small",
+        "~model@models.splade",
+        "~model@models.wordllama",
+        "~model@models.minilm_l3",
         "+model@models.minilm_b=minilm",
         "grid.models=[minilm,minilm_b]",
         "rerankers.e5.model=minilm_b",

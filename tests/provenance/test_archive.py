@@ -760,6 +760,7 @@ class Project:
 
 
 @pytest.mark.slow
+@pytest.mark.heavy  # repeats part of the pipeline (30-85 s); make test-heavy
 def test_archive_and_rescore_in_a_real_dvc_project(tmp_path):
     proj = Project(make_project(tmp_path / "project"))
     assert "\n  archive:" in (proj.path / "dvc.yaml").read_text()  # the real pipeline declares it

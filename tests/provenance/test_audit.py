@@ -505,6 +505,7 @@ def test_a_change_to_another_configuration_leaves_this_number_intact(default_pro
 
 
 @pytest.mark.slow
+@pytest.mark.heavy  # repeats part of the pipeline (30-85 s); make test-heavy
 def test_audit_at_an_earlier_revision_restores_its_data_from_the_cache(default_project, tmp_path):
     copy = copy_project(default_project, tmp_path / "history")
     old = json.loads((copy / "reports" / "metrics.json").read_text())["configs"]["minilm/c256"]
