@@ -25,7 +25,7 @@ def fused_ops(metas: list[dict]) -> dict:
     """Serving every member: index bytes, peak memory and latency add up (the sum of medians
     approximates the fused median); encoding figures are those of the first member that has them."""
     ops = {key: first_figure(metas, key) for key in ENCODING_FIGURES}
-    ops |= {key: first_figure(metas, key) for key in SPARSE_FIGURES if first_figure(metas, key) is not None}
+    ops |= {key: value for key in SPARSE_FIGURES if (value := first_figure(metas, key)) is not None}
     for key in ("index_bytes", "peak_rss_bytes", "latency_ms_p50", "latency_ms_p95"):
         ops[key] = sum(m["ops"][key] for m in metas)
     return ops

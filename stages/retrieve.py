@@ -15,8 +15,8 @@ from releval import paths
 from releval.measurement import holdout
 from releval.retrieval import runs
 from releval.config import load_params, section
-from releval.retrieval.dense import IndexConfig, model_run_meta, recall_against_exact, restore_index
-from releval.retrieval.encoders import load_encoder, query_vector_figures, read_vectors, search_cell
+from releval.retrieval.dense import IndexConfig, model_run_meta, recall_against_exact
+from releval.retrieval.encoders import load_encoder, open_index, query_vector_figures, read_vectors, search_cell
 from releval.retrieval.models import ModelConfig, read_manifest
 from releval.stage import entry, warn
 
@@ -44,7 +44,7 @@ def main() -> None:
     encode_stats = json.loads((emb_dir / "encode.json").read_text())
     index_stats = json.loads((index_dir / "index.json").read_text())
     vectors = read_vectors(emb_dir, config.family)
-    index = None if index_stats["searched_exactly"] else restore_index(str(index_dir / "index.usearch"), index_config)
+    index = open_index(vectors, index_stats, index_dir, index_config)
     encoder = load_encoder(read_manifest(Path(args.models_dir) / args.model), config)
 
     query_vectors = encoder.encode(queries["text"].to_list(), role="query")

@@ -163,16 +163,31 @@ def vector_stats(vectors) -> dict[str, Any]:
     return {"dimension": int(vectors.shape[1]), **sparse_stats(vectors)}
 
 
+def open_index(vectors, index_stats: dict[str, Any], index_dir: Path, index_config):
+    """What a cell is searched through, built or loaded once per stage: a sparse cell's inverted
+    index, the usearch HNSW graph, or nothing (dense vectors searched exactly)."""
+    if not isinstance(vectors, np.ndarray):
+        from releval.retrieval.sparse import inverted_index
+
+        return inverted_index(vectors)
+    if index_stats["searched_exactly"]:
+        return None
+    from releval.retrieval.dense import restore_index
+
+    return restore_index(str(index_dir / "index.usearch"), index_config)
+
+
 def search_cell(vectors, query_vectors, k: int, index, index_config, exact: bool | None = None):
     """Top-k chunk positions (−1: no hit) and scores of each query over one cell's vectors.
 
-    Sparse cells are always searched exactly (inner product over the inverted index); dense and
-    static cells through the usearch index or exactly, as ``index_config`` decides.
+    ``index`` comes from :func:`open_index`. Sparse cells are always searched exactly (inner
+    product over the inverted index); dense and static cells through the usearch index or
+    exactly, as ``index_config`` decides.
     """
     if not isinstance(vectors, np.ndarray):
-        from releval.retrieval.sparse import sparse_search
+        from releval.retrieval.sparse import search_inverted
 
-        return sparse_search(vectors, query_vectors, k)
+        return search_inverted(index, query_vectors, k)
     from releval.retrieval.dense import search
 
     return search(index, vectors, query_vectors, k, index_config, exact=exact)
@@ -182,5 +197,6 @@ def query_vector_figures(query_vectors) -> dict[str, Any]:
     """Sparse queries: non-zeros per query (what an inverted-index search walks); nothing for dense."""
     if isinstance(query_vectors, np.ndarray):
         return {}
-    nonzeros = np.diff(query_vectors.indptr)
-    return {"query_nonzeros_mean": round(float(nonzeros.mean()), 2) if len(nonzeros) else 0.0}
+    from releval.retrieval.sparse import sparse_stats
+
+    return {"query_nonzeros_mean": round(sparse_stats(query_vectors)["nnz_per_row_mean"], 2)}
