@@ -20,6 +20,7 @@ from releval.measurement.metrics import (
     grade_gains,
     parse_metric,
 )
+from support.frames import qrels_frame, run_frame
 
 TREC_EVAL_NAMES = {"map": "map", "mrr": "recip_rank", "rprec": "Rprec"}
 TREC_EVAL_CUT_NAMES = {
@@ -58,16 +59,6 @@ CROSS_CHECKED = [
     "hit@5",
     "hit@10",
 ]
-
-
-def qrels_frame(judgments: dict[str, dict[str, int]]) -> pl.DataFrame:
-    rows = [(q, d, g) for q, docs in judgments.items() for d, g in docs.items()]
-    return pl.DataFrame(rows, schema={"query_id": pl.String, "doc_id": pl.String, "grade": pl.Int64}, orient="row")
-
-
-def run_frame(scores: dict[str, dict[str, float]]) -> pl.DataFrame:
-    rows = [(q, d, s) for q, docs in scores.items() for d, s in docs.items()]
-    return pl.DataFrame(rows, schema={"query_id": pl.String, "doc_id": pl.String, "score": pl.Float64}, orient="row")
 
 
 def ranked_example(grades_in_rank_order: list[int], judged_grades: list[int]) -> tuple[pl.DataFrame, pl.DataFrame]:

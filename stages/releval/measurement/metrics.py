@@ -10,6 +10,12 @@ How the engine works: the run is ordered once for all queries, by one argsort of
 every metric is a per-query sum (``np.bincount``) over those few rows, using their rank in the
 full ordering. Unjudged retrieved docs count as grade 0; ``judged@k`` reports how many there are.
 
+Incomplete judgments have two answers here besides ``judged@k``. ``bpref`` (Buckley & Voorhees,
+SIGIR 2004) ignores unjudged docs by definition. :func:`condense` removes them from the run, so
+that any metric can be computed on the condensed list (Sakai, SIGIR 2007). And
+:func:`saturated_cutoff` flags a ``recall@k`` whose k is so large a share of the collection that
+the value says little about the ranking.
+
 trec_eval's conventions, verified against pytrec_eval (``Contract.trec_eval()`` reproduces them):
 
 * ranking: score descending, with scores compared as 32-bit floats (trec_eval stores them in a
@@ -18,7 +24,8 @@ trec_eval's conventions, verified against pytrec_eval (``Contract.trec_eval()`` 
 * gain is linear (the grade) in ``ndcg_cut``; binary measures count grade >= relevance_level
   (default 1) as relevant; the ideal DCG comes from every judged doc of the query, cut at k;
 * ``P_k`` divides by k even when fewer docs were retrieved; ``map`` and ``map_cut_k`` divide by
-  the number of relevant judged docs; ``Rprec`` is relevant docs in the top R over R;
+  the number of relevant judged docs; ``Rprec`` is relevant docs in the top R over R; ``bpref``
+  is m_bpref.c's (see :func:`_bpref`);
 * queries: a value is reported for each query present in both the run and the qrels, a query
   whose judgments are all non-relevant included (it scores 0); judged queries absent from the
   run and run queries without judgments are ignored, and the mean is over the reported queries
@@ -109,7 +116,7 @@ class Contract:
         return cls(**{key: value for key, value in terms.items() if key in fields})
 
 
-METRIC_SECTION_KEYS = ("metrics", "primary", "collapse")  # the params.yaml `metric` keys that are not contract terms
+METRIC_SECTION_KEYS = ("metrics", "primary", "collapse", "coverage")  # params.yaml `metric` keys, not engine terms
 
 
 def contract_from_params(metric_cfg: Mapping[str, Any]) -> Contract:
@@ -167,7 +174,7 @@ def _require_choice(field: str, value: object, choices: tuple[str, ...]) -> None
 
 _CUTOFF_REQUIRED = ("ndcg", "dcg", "recall", "p", "hit", "judged", "ceiling")
 _CUTOFF_OPTIONAL = ("mrr", "map")
-_CUTOFF_FORBIDDEN = ("rprec",)
+_CUTOFF_FORBIDDEN = ("rprec", "bpref")
 _ALIASES = {"precision": "p", "success": "hit"}
 
 
@@ -592,6 +599,25 @@ def _judged_fraction(ranking: _Ranking, judgments: _Judgments, contract: Contrac
     return _ratio(judged_in_top, np.minimum(ranking.retrieved, k))
 
 
+def _bpref(ranking: _Ranking, judgments: _Judgments, contract: Contract, k: int | None) -> np.ndarray:
+    """trec_eval's bpref (m_bpref.c; Buckley & Voorhees, SIGIR 2004), over judged docs only.
+
+    With R the judged docs at or above the threshold and N those below it (retrieved or not),
+    each relevant retrieved doc adds 1 - min(n, R) / min(R, N), n being the judged non-relevant
+    docs ranked above it (it adds 1 when n = 0); the sum is divided by R. Unjudged docs play no
+    part: ``ranking`` holds judged rows only; their order matters, their rank in the full run does not.
+    """
+    relevant = _relevant(ranking, contract)
+    query = ranking.query[relevant]
+    # Position among the query's judged retrieved docs, less position among its relevant ones.
+    nonrelevant_above = _rank_within_blocks(ranking.query)[relevant] - _rank_within_blocks(query)
+    r = judgments.relevant[query]
+    n = judgments.judged[query] - r
+    # nonrelevant_above > 0 implies min(R, N) > 0; 0/0 (no non-relevant above) is 0: the doc adds 1.
+    preferences = 1.0 - _ratio(np.minimum(nonrelevant_above, r), np.minimum(r, n))
+    return _ratio(_per_query_sum(query, preferences, ranking.n_queries), judgments.relevant)
+
+
 _METRIC_FUNCTIONS: dict[str, Callable[[_Ranking, _Judgments, Contract, int | None], np.ndarray]] = {
     "ndcg": _ndcg,
     "dcg": _dcg,
@@ -603,7 +629,54 @@ _METRIC_FUNCTIONS: dict[str, Callable[[_Ranking, _Judgments, Contract, int | Non
     "hit": _hit,
     "judged": _judged_fraction,
     "ceiling": _reorder_ceiling,
+    "bpref": _bpref,
 }
+
+
+# ---------------------------------------------------------------------------------------------
+# Incomplete judgments: condensed lists and saturated cutoffs
+
+SATURATION_SHARE = 0.2  # recall@k with k at or above this share of the collection is saturated
+
+
+def condense(
+    run: pl.DataFrame, qrels: pl.DataFrame, *, run_source: str = "run table", qrels_source: str = "qrels table"
+) -> pl.DataFrame:
+    """The condensed list of ``run``: its rows without a judgment in ``qrels`` removed.
+
+    Sakai, "Alternatives to Bpref", SIGIR 2007 (also Sakai & Kando, "On information retrieval
+    metrics designed for evaluation with incomplete relevance assessments", Information
+    Retrieval 11(5), 2008): with incomplete judgments, compute a metric on the ranked list of
+    judged docs only, each keeping its place relative to the others; e.g. condensed nDCG@10 is
+    ``evaluate(qrels, condense(run, qrels), ["ndcg@10"])``. A judgment of any grade, 0 included,
+    keeps a row.
+
+    The result is a :data:`releval.tables.DOC_RUN` (query_id, doc_id, score): scores are kept, so
+    the engine orders the remaining docs as it ordered them in the full run, under any contract;
+    a rank column, and any other column, is dropped, as :func:`evaluate` ignores it. Rows keep
+    their input order. A query without any judged retrieved doc disappears from the run (if every
+    query does, the result is empty, which :func:`evaluate` refuses).
+    """
+    qrels, qrels_keys = _checked_qrels(qrels, qrels_source, None)
+    run, run_keys = _checked_run(run, run_source, None)
+    judged_rows, _ = _judged_run_rows(run, run_keys, qrels, qrels_keys)
+    return run[np.sort(judged_rows)]
+
+
+def saturated_cutoff(metric: str | Metric, documents: int, share: float = SATURATION_SHARE) -> bool:
+    """Whether ``metric`` is a ``recall@k`` whose k is at least ``share`` of the ``documents`` in
+    the collection.
+
+    Such a cutoff reaches so deep that recall mostly measures how much of the relevant set any
+    system finds, not the ranking: values saturate toward 1 and stop separating systems. Only
+    recall@k is bounded that way by coverage; every other metric is never saturated here.
+    """
+    parsed = metric if isinstance(metric, Metric) else parse_metric(metric)
+    if isinstance(documents, bool) or not isinstance(documents, (int, np.integer)) or documents < 1:
+        raise InputError(f"must be a whole number >= 1, got {documents!r}", file=_METRICS_SOURCE, field="documents")
+    if not 0.0 < share <= 1.0:
+        raise InputError(f"must be in (0, 1], got {share!r}", file=_METRICS_SOURCE, field="share")
+    return parsed.kind == "recall" and parsed.k is not None and parsed.k >= share * documents
 
 
 # ---------------------------------------------------------------------------------------------
