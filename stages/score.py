@@ -38,6 +38,7 @@ def main() -> None:
     parser.add_argument("--qrels", default=paths.QRELS)
     parser.add_argument("--judgments-meta", default=paths.JUDGMENTS_META)
     parser.add_argument("--queries", default=paths.QUERIES)
+    parser.add_argument("--docs", default=paths.DOCS, help="the corpus table: its size decides saturated cutoffs")
     parser.add_argument("--reports", default=paths.REPORTS)
     parser.add_argument("--trec-dir", default=paths.TREC)
     parser.add_argument(
@@ -82,8 +83,16 @@ def main() -> None:
             warn(message)
 
     dataset = section(params, "dataset.name")
+    documents = pl.scan_parquet(args.docs).select(pl.len()).collect().item()
     document = scoring.metrics_document(
-        results, contract, metric_cfg, dataset, judgments, split_terms, titles=titles_term(params)
+        results,
+        contract,
+        metric_cfg,
+        dataset,
+        judgments,
+        split_terms,
+        titles=titles_term(params),
+        documents=documents,
     )
     reports = Path(args.reports)
     io.write_json(paths.rebase(paths.METRICS, paths.REPORTS, reports), document)
@@ -93,7 +102,13 @@ def main() -> None:
     io.write_text(paths.rebase(paths.OPS_MD, paths.REPORTS, reports), operations.ops_markdown(machine))
     io.write_json(paths.rebase(paths.LINEAGE, paths.REPORTS, reports), scoring.lineage_document(results))
     io.write_parquet(paths.rebase(paths.PER_QUERY, paths.REPORTS, reports), scoring.per_query_table(per_query))
-    grid = grid_markdown(results, document["contract"], table_quality_metrics(metrics), metric_cfg["primary"])
+    grid = grid_markdown(
+        results,
+        document["contract"],
+        table_quality_metrics(metrics),
+        metric_cfg["primary"],
+        saturation=document.get("saturation"),
+    )
     io.write_text(paths.rebase(paths.GRID, paths.REPORTS, reports), grid)
     print(f"score: {len(results)} configurations under judgments {judgments['version']}")
 

@@ -61,7 +61,13 @@ def constructed_repo(root: Path) -> Path:
             "must_never_break": [False] * N_QUERIES,
         }
     )
-    qrels = pl.DataFrame({"query_id": ids, "doc_id": [f"{q}-rel" for q in ids], "grade": [2] * N_QUERIES})
+    # every retrieved filler judged non-relevant: judged@10 = 1, so each comparison gets a verdict
+    fillers = [(q, f"{q}-filler{j}", 0) for q in ids for j in range(1, 6)]
+    qrels = pl.DataFrame(
+        [(q, f"{q}-rel", 2) for q in ids] + fillers,
+        schema={"query_id": pl.Utf8, "doc_id": pl.Utf8, "grade": pl.Int64},
+        orient="row",
+    )
     docs = pl.DataFrame({"doc_id": ["d0"], "title": [""], "text": ["text"], "sha256": ["h0"]})
     docs.write_parquet(work / "docs.parquet")
     queries.write_parquet(work / "queries.parquet")

@@ -24,8 +24,23 @@ bootstrap p-value, Holm-adjusted over the comparisons printed together (the grid
 configurations; the secondary metrics; the slices), below 0.05, read by the sign of the
 difference. A slice of fewer than 10 queries gets its numbers but no verdict. Line 6 gives the
 SD of the per-query differences and the `releval power` figure for the observed difference
-(``power`` in --json). The reading is :mod:`releval.measurement.comparisons`; the statistics and
-texts are :mod:`releval.measurement.compare`.
+(``power`` in --json).
+
+Judging coverage overrides the verdict. Unjudged documents count as grade 0, so a side that
+retrieves documents nobody judged scores lower for being different. When the contract lists a
+judged@k (k: the primary metric's cutoff, judged@10 for ndcg@10), line 7 gives both sides'
+judged@k against the contract's coverage terms (params.yaml ``metric.coverage``: ``min_judged``
+0.9, ``max_judged_gap`` 0.05; ``--min-judged``/``--max-judged-gap`` replace them for one
+command): when either side is below min_judged or the two differ by more than max_judged_gap,
+the verdict is ``coverage-confounded``, not improvement/regression/inconclusive, in the pair,
+its secondaries and the grid alike (a slice is read on its own queries). Line 7 (and the grid's
+coverage notes) also give the condensed-list value of the metric, ``ndcg@10'``: the metric
+computed on the ranking with its unjudged documents removed (Sakai, "Alternatives to Bpref",
+SIGIR 2007), and bpref, and say when either favours another side than the standard value. The
+judging debt is listed by `releval pool --missing`.
+
+The reading is :mod:`releval.measurement.comparisons`; the statistics and texts are
+:mod:`releval.measurement.compare`.
 """
 
 from __future__ import annotations
@@ -85,6 +100,8 @@ def run(args: argparse.Namespace) -> int:
             seed=args.seed,
             alpha=args.alpha,
             spread_width=args.spread_width,
+            min_judged=args.min_judged,
+            max_judged_gap=args.max_judged_gap,
         )
         if args.json:
             print(json.dumps(compare.grid_to_dict(grid), indent=2, allow_nan=False))
@@ -102,6 +119,8 @@ def run(args: argparse.Namespace) -> int:
         slice_name=args.slice_name,
         n_resamples=args.resamples,
         seed=args.seed,
+        min_judged=args.min_judged,
+        max_judged_gap=args.max_judged_gap,
     )
     if args.json:
         print(json.dumps(compare.pair_to_dict(report), indent=2, allow_nan=False))

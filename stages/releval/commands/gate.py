@@ -20,8 +20,15 @@ With ``--margin M`` the gate is a non-inferiority test: it fails whenever the 95
 lower bound of candidate - baseline is below -M, that is whenever the data cannot rule out a
 drop larger than M (for example ``--margin 0.02`` on nDCG@10), so too few queries fail it.
 * 2: the two cannot be compared (different contracts or query sets; the message names the
-  difference), or an input is missing or bad. Every failure other than a verdict exits 2, so
-  a 1 always means "the change made retrieval worse".
+  difference), or an input is missing or bad, or the comparison is coverage-confounded: either
+  side's judged@k (k: the primary's cutoff) is below the contract's ``metric.coverage.min_judged``
+  (0.9) or the two differ by more than ``max_judged_gap`` (0.05; ``--min-judged`` and
+  ``--max-judged-gap`` replace them), so the difference may be the judging's, not the
+  retrieval's (unjudged documents count as grade 0). Such a gate neither passes nor fails on
+  the metric; it prints "gate: FAIL — coverage-confounded" with the condensed-list value and
+  bpref in line 7 of the report, and names `releval pool --missing`, which lists the documents
+  to judge. Every failure other than a verdict exits 2, so a 1 always means "the change made
+  retrieval worse".
 
 How to use it as a CI step (reports/ is committed to git, so the baseline is read from the
 target branch's commit with ``git show``; the candidate is the branch's own reports, produced
@@ -90,6 +97,8 @@ def _gate(args: argparse.Namespace) -> int:
         secondary=args.secondary,
         n_resamples=args.resamples,
         seed=args.seed,
+        min_judged=args.min_judged,
+        max_judged_gap=args.max_judged_gap,
     )
     broken = comparisons.broken_must_never_break(sources, report, args.must_rank)
     result = compare.gate_decision(report, broken, args.must_rank, args.margin)

@@ -20,7 +20,7 @@ from releval.measurement.metrics import (
 from releval.inputs.trec import FORMATS, read_qrels, read_run
 from releval.measurement.evaluation_text import evaluation_json, evaluation_tsv
 
-DEFAULT_METRICS = "ndcg@10,recall@100,map,mrr@10,p@10,judged@10"
+DEFAULT_METRICS = "ndcg@10,recall@20,recall@100,map,mrr@10,p@10,bpref,judged@10"
 _CONTRACT_OPTIONS = {
     "gain": "--gain",
     "ties": "--ties",

@@ -8,6 +8,16 @@ together: the configurations of a grid against its baseline (report.md's blocks 
 grid's verdicts), the secondary metrics of a pair, and the slices of a pair (a slice under
 :data:`releval.measurement.stats.MIN_SLICE_QUERIES` queries gets no verdict).
 
+Judging coverage comes first: unjudged documents count as grade 0, so a side that retrieves
+documents nobody judged is punished for being different (pooling bias). Every comparison reads
+both sides' judged@k (k: the primary metric's cutoff, :func:`releval.measurement.scoring.coverage_metric`)
+against the contract's coverage terms (:func:`releval.measurement.scoring.coverage_terms`); when
+:func:`releval.measurement.scoring.coverage_verdict` finds either side too thinly judged or the two
+too far apart, the verdict is :data:`releval.measurement.stats.COVERAGE_CONFOUNDED` instead of
+improvement/regression/inconclusive (:class:`Coverage`), and the metric's condensed-list value
+(the metric on the ranking with its unjudged documents removed; Sakai, "Alternatives to Bpref",
+SIGIR 2007) and bpref are shown beside it, with a sentence when either picks a different winner.
+
 A *side* of a comparison is one configuration's per-query scores (``query_id`` plus one column
 per metric) together with the full contract it was scored under (the ``contract`` block of
 reports/metrics.json). Two sides are comparable only when their contracts agree on every field
@@ -34,10 +44,13 @@ from releval.measurement.metrics import contract_differences as differing_terms
 # Contract fields that do not change what a per-query number means: which metrics were
 # computed, which one is headlined, and how many topics the query file held (the query *set*
 # is checked directly on the per-query tables instead).
-IGNORED_CONTRACT_FIELDS = frozenset({"metrics", "primary", "queries"})
+# The coverage terms decide when a verdict is given, never what a number is.
+IGNORED_CONTRACT_FIELDS = frozenset({"metrics", "primary", "queries", scoring.COVERAGE_KEY})
 # Contract fields that describe the evaluation set (line 2) rather than the metric (line 3).
 EVALUATION_SET_FIELDS = ("dataset", "judgments_version", "judgments_sha256", "queries", "split", "pooling")
-DEFAULT_SECONDARY = ("recall@100", "hit@10")
+# recall@20 first: on a small corpus recall@100 is saturated (scoring.saturation) and tells no system apart.
+DEFAULT_SECONDARY = ("recall@20", "recall@100", "hit@10")
+BPREF = "bpref"
 THRESHOLDS = (1, 2, 3)
 
 
@@ -144,6 +157,176 @@ def align(
     )
 
 
+# --------------------------------------------------------------------------- judging coverage
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """How deeply the two sides of one comparison are judged, and what that does to its verdict.
+
+    Pairs are (baseline, candidate) means over the compared queries: ``judged`` of judged@k
+    (``judged_metric``; None when a side has no per-query judged@k, and coverage is then not
+    checked), ``standard`` of the compared metric, ``condensed`` of its condensed-list value
+    (the metric on the ranking with its unjudged documents removed; Sakai, SIGIR 2007; None when
+    a side has no ``<metric>'`` column), ``bpref`` (None when a side has no bpref).
+    ``reason``: why the comparison is coverage-confounded (:func:`scoring.coverage_verdict`), None
+    when it is not.
+    """
+
+    judged_metric: str
+    terms: scoring.CoverageTerms
+    metric: str
+    names: tuple[str, str]
+    judged: tuple[float, float] | None
+    standard: tuple[float, float]
+    condensed: tuple[float, float] | None
+    bpref: tuple[float, float] | None
+    reason: str | None
+
+    @property
+    def confounded(self) -> bool:
+        return self.reason is not None
+
+    def winners(self) -> dict[str, str]:
+        """The side each measure favours (one of :attr:`names`, or ``tie``): the sign of its mean
+        difference, for the standard value, the condensed-list value and bpref where known."""
+        found = {self.metric: self._winner(self.standard)}
+        if self.condensed is not None:
+            found[scoring.condensed_name(self.metric)] = self._winner(self.condensed)
+        if self.bpref is not None and self.metric != BPREF:
+            found[BPREF] = self._winner(self.bpref)
+        return found
+
+    def _winner(self, means: tuple[float, float]) -> str:
+        difference = means[1] - means[0]
+        return self.names[1] if difference > 0 else self.names[0] if difference < 0 else "tie"
+
+    def winner_differs(self) -> list[str]:
+        """The alternatives (condensed-list value, bpref) that favour another side than the standard value."""
+        winners = self.winners()
+        return [name for name, side in winners.items() if name != self.metric and side != winners[self.metric]]
+
+    def terms_text(self) -> str:
+        return f"each >= {self.terms.min_judged:g}, gap <= {self.terms.max_judged_gap:g}"
+
+    def sentence(self) -> str:
+        """One line: both sides' judged@k against the terms, the condensed-list value and bpref,
+        and whether they pick another winner."""
+        if self.judged is None:
+            return f"{self.judged_metric} not recorded per query; coverage not checked"
+        head = f"{self.judged_metric} {self.judged[0]:.2f} → {self.judged[1]:.2f}"
+        if self.confounded:
+            head += f": COVERAGE-CONFOUNDED, {self.reason} (contract terms: {self.terms_text()})"
+        else:
+            head += f", within the contract's terms ({self.terms_text()})"
+        parts = [head]
+        if self.condensed is not None:
+            parts.append(
+                f"condensed-list {scoring.condensed_name(self.metric)} (unjudged documents removed from the ranking; "
+                f"Sakai, SIGIR 2007) {_means(self.condensed)}"
+            )
+        else:
+            parts.append(f"condensed-list {scoring.condensed_name(self.metric)} not recorded")
+        if self.metric != BPREF:
+            parts.append(f"bpref {_means(self.bpref)}" if self.bpref is not None else "bpref not scored")
+        differs = self.winner_differs()
+        winners = self.winners()
+        if differs:
+            parts.append(
+                f"THE WINNER DIFFERS: {self.metric} favours {_favours(winners[self.metric])}, "
+                + ", ".join(f"{name} {_favours(winners[name])}" for name in differs)
+            )
+        elif len(winners) > 1:
+            parts.append(f"same winner under {', '.join(winners)}")
+        if self.confounded:
+            parts.append(f"judge the missing documents (`{scoring.POOL_MISSING}`) and rescore for a verdict")
+        return "; ".join(parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        pair = lambda values: None if values is None else list(values)  # noqa: E731
+        return {
+            "metric": self.judged_metric,
+            "terms": self.terms.to_dict(),
+            "judged": pair(self.judged),
+            "confounded": self.confounded,
+            "reason": self.reason,
+            "standard": {"metric": self.metric, "means": list(self.standard)},
+            "condensed": {"metric": scoring.condensed_name(self.metric), "means": pair(self.condensed)},
+            "bpref": pair(self.bpref),
+            "winners": self.winners(),
+            "winner_differs": self.winner_differs(),
+        }
+
+
+def _favours(side: str) -> str:
+    return f"the {side}" if side in ("baseline", "candidate") else "neither" if side == "tie" else side
+
+
+def _means(means: tuple[float, float]) -> str:
+    return f"{means[0]:.4f} → {means[1]:.4f} (Δ {_signed(means[1] - means[0])})"
+
+
+def coverage(
+    judged_metric: str,
+    terms: scoring.CoverageTerms,
+    metric: str,
+    means: Callable[[str], tuple[float, float] | None],
+    names: tuple[str, str] = ("baseline", "candidate"),
+) -> Coverage:
+    """The :class:`Coverage` of one comparison; ``means(column)`` gives the (baseline, candidate)
+    means of a per-query column over the compared queries, None when a side lacks it."""
+    judged = means(judged_metric)
+    standard = means(metric)
+    if standard is None:
+        raise InputError("no per-query scores to compare", field=metric)
+    reason = None
+    if judged is not None:
+        reason = scoring.coverage_verdict(judged[0], judged[1], terms, metric=judged_metric, names=names)
+    return Coverage(
+        judged_metric=judged_metric,
+        terms=terms,
+        metric=metric,
+        names=names,
+        judged=judged,
+        standard=standard,
+        condensed=means(scoring.condensed_name(metric)),
+        bpref=means(BPREF),
+        reason=reason,
+    )
+
+
+def pair_coverage(
+    baseline: Side,
+    candidate: Side,
+    metric: str,
+    terms: scoring.CoverageTerms | None = None,
+    query_ids: Sequence[str] | None = None,
+) -> Coverage | None:
+    """The coverage of comparing two sides on ``metric`` over ``query_ids`` (default: all shared);
+    None when the baseline's contract lists no judged@k. ``terms`` default to the baseline's
+    contract's (:func:`scoring.coverage_terms`)."""
+    judged_metric = scoring.coverage_metric(baseline.contract)
+    if judged_metric is None:
+        return None
+    if terms is None:
+        terms = scoring.coverage_terms(baseline.contract, source=baseline.source)
+
+    def means(column: str) -> tuple[float, float] | None:
+        if column not in baseline.per_query.columns or column not in candidate.per_query.columns:
+            return None
+        try:
+            _, base, cand = align(baseline.per_query, candidate.per_query, column, query_ids)
+        except InputError:  # a side without that value on some query: not recorded
+            return None
+        return (float(base.mean()), float(cand.mean())) if base.size else None
+
+    return coverage(judged_metric, terms, metric, means)
+
+
+def _confound(comparison: stats.Comparison, found: Coverage | None) -> stats.Comparison:
+    return comparison.confounded() if found is not None and found.confounded else comparison
+
+
 # --------------------------------------------------------------------------- query metadata
 
 
@@ -194,6 +377,7 @@ class PairReport:
     texts: dict[str, str]
     kind: str | None  # "ordering win", "retrieval win", ... (see :func:`win_kind`)
     power: stats.PowerFigure  # what would settle the primary comparison
+    coverage: Coverage | None = None  # judging coverage of the primary comparison; None: no judged@k in the contract
 
 
 def win_kind(primary: stats.Comparison, secondary: Mapping[str, stats.Comparison]) -> str | None:
@@ -201,10 +385,11 @@ def win_kind(primary: stats.Comparison, secondary: Mapping[str, stats.Comparison
 
     A significant primary change with every recall@k inconclusive moved the same documents up
     or down (ordering); a recall@k change in the same direction means different documents were
-    found (retrieval). None when the primary is inconclusive or no recall@k was compared.
+    found (retrieval). None when the primary is not an improvement or a regression (inconclusive,
+    coverage-confounded, no verdict) or no recall@k was compared.
     """
     recalls = [c for m, c in secondary.items() if m.startswith("recall@")]
-    if primary.verdict == "inconclusive" or not recalls:
+    if primary.verdict not in ("improvement", "regression") or not recalls:
         return None
     word = "win" if primary.verdict == "improvement" else "loss"
     if any(c.verdict == primary.verdict for c in recalls):
@@ -222,6 +407,7 @@ def compare_sides(
     n_resamples: int = 10_000,
     seed: int = 0,
     confidence: float = 0.95,
+    coverage_terms: scoring.CoverageTerms | None = None,
 ) -> PairReport:
     """Paired comparison of two sides on ``metric`` with secondaries and per-slice differences.
 
@@ -229,6 +415,10 @@ def compare_sides(
     queries carry slices, each slice is compared on its own beside the overall result. The
     secondaries form one family and the slices another (see :func:`stats.decide`); a slice
     under :data:`stats.MIN_SLICE_QUERIES` queries, alone or beside the others, gets no verdict.
+
+    Coverage (:func:`pair_coverage`, under ``coverage_terms`` or the baseline contract's): when
+    the compared queries are coverage-confounded, the primary and secondary verdicts are
+    :data:`stats.COVERAGE_CONFOUNDED`; each slice is read on its own queries' judged@k.
     """
     secondary = [m for m in secondary if m != metric]
     check_comparable(baseline, candidate, [metric, *secondary])
@@ -252,15 +442,20 @@ def compare_sides(
             raise InputError("no scored query in this selection", field="slice")
         return stats.compare_paired(base, cand, query_ids, n_resamples, confidence, seed, min_queries=min_queries)
 
-    primary = one(metric)
-    others = dict(zip(secondary, stats.decide_family([one(name) for name in secondary], alpha, min_queries)))
+    overall = pair_coverage(baseline, candidate, metric, coverage_terms, subset)
+    primary = _confound(one(metric), overall)
+    decided_secondary = stats.decide_family([one(name) for name in secondary], alpha, min_queries)
+    others = {name: _confound(comparison, overall) for name, comparison in zip(secondary, decided_secondary)}
     per_slice = []
     if slice_name is None:
         scored = set(baseline.per_query["query_id"].to_list())
         found = {name: [q for q in ids if q in scored] for name, ids in slices.items()}
         found = {name: ids for name, ids in found.items() if ids}
         decided = stats.decide_family([one(metric, ids) for ids in found.values()], alpha, stats.MIN_SLICE_QUERIES)
-        per_slice = [SliceResult(name, comparison) for name, comparison in zip(found, decided)]
+        per_slice = [
+            SliceResult(name, _confound(comparison, pair_coverage(baseline, candidate, metric, coverage_terms, ids)))
+            for (name, ids), comparison in zip(found.items(), decided)
+        ]
     return PairReport(
         baseline,
         candidate,
@@ -272,6 +467,7 @@ def compare_sides(
         query_texts(queries),
         win_kind(primary, others),
         stats.power_figure(primary.difference_sd, primary.mean_difference, primary.n_queries, alpha),
+        overall,
     )
 
 
@@ -349,7 +545,8 @@ def _holm(comparison: stats.Comparison, family: str) -> str:
 
 
 def render_pair(report: PairReport, family: str = "comparisons") -> str:
-    """The six-line report, then one line per slice when the queries carry slices.
+    """The six-line report, a seventh on judging coverage when the contract lists a judged@k
+    (:meth:`Coverage.sentence`), then one line per slice when the queries carry slices.
 
     ``family`` names what the primary's Holm adjustment ran over, when it ran over several.
     """
@@ -379,6 +576,8 @@ def render_pair(report: PairReport, family: str = "comparisons") -> str:
         f"best: {_change(p.best_improvement, report.texts)}",
         f"6. power: {report.power.sentence()}",
     ]
+    if report.coverage is not None:
+        lines.append(f"7. coverage: {report.coverage.sentence()}")
     for result in report.slices:
         c = result.comparison
         if c.verdict == stats.NO_VERDICT:
@@ -425,6 +624,7 @@ def pair_to_dict(report: PairReport) -> dict[str, Any]:
         "secondary": {name: _comparison_dict(c, report.texts) for name, c in report.secondary.items()},
         "slices": {r.name: _comparison_dict(r.comparison, report.texts) for r in report.slices},
         "minimum_slice_queries": stats.MIN_SLICE_QUERIES,
+        "coverage": None if report.coverage is None else report.coverage.to_dict(),
     }
 
 
@@ -447,6 +647,7 @@ class GridRow:
     verdict: stats.Verdict
     indistinguishable_from_best: bool
     difference_sd: float  # SD of the per-query differences against the baseline
+    coverage: Coverage | None = None  # judging coverage against the baseline; None: no judged@k in the contract
 
 
 @dataclass(frozen=True)
@@ -482,6 +683,13 @@ class GridReport:
     contract: dict[str, Any] = field(default_factory=dict)
     runner_up: str | None = None  # the next configuration indistinguishable from the best, if any
     settle: stats.PowerFigure | None = None  # best - runner_up: what would separate them
+    coverage_metric: str | None = None  # the judged@k coverage is read from; None: the contract lists none
+    coverage_terms: scoring.CoverageTerms | None = None
+    baseline_judged: float | None = None  # None: not recorded per query
+
+    def confounded(self) -> list[GridRow]:
+        """The rows whose comparison with the baseline is coverage-confounded."""
+        return [row for row in self.rows if row.coverage is not None and row.coverage.confounded]
 
 
 def score_matrix(
@@ -515,6 +723,18 @@ def score_matrix(
     if np.isnan(matrix).any():
         raise InputError(f"{int(np.isnan(matrix).sum())} missing per-query scores", field=metric)
     return wide["query_id"].to_list(), configs, matrix
+
+
+def config_means(per_query: pl.DataFrame, column: str, configs: Sequence[str] | None = None) -> dict[str, float] | None:
+    """Each configuration's mean of a per-query column; None when the column is absent or some
+    configuration has no value on some query (it was not recorded for it)."""
+    if column not in per_query.columns:
+        return None
+    try:
+        _, names, matrix = score_matrix(per_query, column, configs)
+    except InputError:
+        return None
+    return {name: float(value) for name, value in zip(names, matrix.mean(axis=0))}
 
 
 def score_run(
@@ -584,15 +804,38 @@ def compare_grid(
     spread_width: float = 0.01,
     threshold_means: Mapping[int, Mapping[str, float]] | None = None,
     contract: Mapping[str, Any] | None = None,
+    coverage_terms: scoring.CoverageTerms | None = None,
 ) -> GridReport:
     """Every configuration against ``baseline``: raw and Holm-adjusted p-values (bootstrap and
     sign test), verdicts by :func:`stats.decide` over the family, the set indistinguishable from
-    the best, what would separate the best from the runner-up, and stability of the winner."""
+    the best, what would separate the best from the runner-up, and stability of the winner.
+
+    With a ``contract`` listing a judged@k, each comparison's coverage is read (:class:`Coverage`,
+    under ``coverage_terms`` or the contract's): a coverage-confounded one gets
+    :data:`stats.COVERAGE_CONFOUNDED` for its verdict, its p-values kept."""
     query_ids, configs, matrix = score_matrix(per_query, metric, configs)
     if baseline not in configs:
         raise InputError(f"unknown baseline {baseline!r}; known: {configs}", field="baseline")
     b = configs.index(baseline)
     others = [i for i in range(len(configs)) if i != b]
+    judged_metric = scoring.coverage_metric(contract) if contract else None
+    if judged_metric is not None and coverage_terms is None:
+        coverage_terms = scoring.coverage_terms(contract or {}, source="metrics.json contract")
+    columns = [judged_metric, scoring.condensed_name(metric), BPREF] if judged_metric else []
+    column_means = {column: config_means(per_query, column, configs) for column in columns}
+    judged_means = column_means.get(judged_metric) if judged_metric else None
+
+    def row_coverage(config_id: str) -> Coverage | None:
+        if judged_metric is None or coverage_terms is None:
+            return None
+        standard = {configs[i]: float(matrix[:, i].mean()) for i in (b, configs.index(config_id))}
+
+        def means(column: str) -> tuple[float, float] | None:
+            found = standard if column == metric else column_means.get(column)
+            return None if found is None else (found[baseline], found[config_id])
+
+        return coverage(judged_metric, coverage_terms, metric, means, (baseline, config_id))
+
     best = stats.indistinguishable_from_best(matrix, configs, n_resamples, alpha, seed)
     rows = []
     if others:
@@ -603,6 +846,10 @@ def compare_grid(
         decisions = stats.decide(grid.mean_difference, grid.p_value, [len(query_ids)] * len(others), alpha)
         for k, i in enumerate(others):
             low, high = float(grid.low[k]), float(grid.high[k])
+            found = row_coverage(configs[i])
+            verdict = decisions[k].verdict
+            if found is not None and found.confounded:
+                verdict = stats.COVERAGE_CONFOUNDED
             rows.append(
                 GridRow(
                     config_id=configs[i],
@@ -616,9 +863,10 @@ def compare_grid(
                     ties=wlt[k][2],
                     p_sign=float(p_sign[k]),
                     p_sign_holm=float(p_sign_holm[k]),
-                    verdict=decisions[k].verdict,
+                    verdict=verdict,
                     indistinguishable_from_best=configs[i] in best.indistinguishable,
                     difference_sd=stats.difference_sd(matrix[:, b], matrix[:, i]),
+                    coverage=found,
                 )
             )
     runner_up = best.indistinguishable[1] if len(best.indistinguishable) > 1 else None
@@ -644,6 +892,9 @@ def compare_grid(
         contract=dict(contract or {}),
         runner_up=runner_up,
         settle=settle,
+        coverage_metric=judged_metric,
+        coverage_terms=coverage_terms if judged_metric else None,
+        baseline_judged=None if judged_means is None else judged_means[baseline],
     )
 
 
@@ -679,16 +930,28 @@ def render_grid(report: GridReport) -> str:
         lines.append(f"evaluation set: {describe_evaluation_set(report.contract, report.n_queries)}")
         lines.append(f"metric contract: {describe_contract(report.contract, report.metric)}")
     width = max([len(report.baseline) + 11] + [len(r.config_id) for r in report.rows])
+    judged = report.coverage_metric if report.baseline_judged is not None else None
+    judged_width = len(judged or "")
+    verdict_width = max([12] + [len(r.verdict) for r in report.rows])
     header = (
         f"{'configuration':<{width}}  {'mean':>7}  {'Δ':>8}  {conf + ' CI':^20}  "
-        f"{'p boot':>7}  {'Holm':>7}  {'W/L/T':>11}  {'p sign':>7}  {'Holm':>7}  verdict"
+        f"{'p boot':>7}  {'Holm':>7}  {'W/L/T':>11}  {'p sign':>7}  {'Holm':>7}  "
+        + (f"{judged}  " if judged else "")
+        + "verdict"
     )
+
+    def judged_cell(row: GridRow | None) -> str:
+        if not judged:
+            return ""
+        value = report.baseline_judged if row is None else row.coverage.judged[1] if row.coverage.judged else None
+        return f"{format_cell_number(value, '{:.2f}'):>{judged_width}}  "
+
     lines += [
         "",
         header,
         "-" * len(header),
         f"{report.baseline + ' (baseline)':<{width}}  {report.baseline_mean:>7.4f}  {'':>8}  "
-        f"{'':^20}  {'':>7}  {'':>7}  {'':>11}  {'':>7}  {'':>7}  {'—':<12}"
+        f"{'':^20}  {'':>7}  {'':>7}  {'':>11}  {'':>7}  {'':>7}  {judged_cell(None)}{'—':<{verdict_width}}"
         + ("  ≈best" if report.baseline in report.best.indistinguishable else ""),
     ]
     for r in report.rows:
@@ -697,8 +960,9 @@ def render_grid(report: GridReport) -> str:
             f"{r.config_id:<{width}}  {r.mean:>7.4f}  {_signed(r.mean_difference):>8}  "
             f"{_interval(r.bootstrap_ci):^20}  {format_p(r.p_bootstrap):>7}  "
             f"{format_p(r.p_bootstrap_holm):>7}  {f'{r.wins}/{r.losses}/{r.ties}':>11}  "
-            f"{format_p(r.p_sign):>7}  {format_p(r.p_sign_holm):>7}  {r.verdict:<12}{mark}"
+            f"{format_p(r.p_sign):>7}  {format_p(r.p_sign_holm):>7}  {judged_cell(r)}{r.verdict:<{verdict_width}}{mark}"
         )
+    lines += coverage_lines(report)
     best = report.best
     lines += [
         "",
@@ -721,6 +985,41 @@ def render_grid(report: GridReport) -> str:
     lines.append(f"winner by relevance threshold: {threshold_sentence(report.thresholds)}")
     lines.append(f"to settle the best: {settle_sentence(report)}")
     return "\n".join(lines)
+
+
+def format_cell_number(value: float | None, fmt: str = "{:.4f}") -> str:
+    return "–" if value is None else fmt.format(value)
+
+
+def coverage_lines(report: GridReport) -> list[str]:
+    """The grid's coverage notes: the terms, how many comparisons are coverage-confounded, and for
+    each confounded or winner-changing one why, with its condensed-list value and bpref."""
+    if report.coverage_metric is None or report.coverage_terms is None:
+        return []
+    terms = report.coverage_terms
+    head = (
+        f"coverage: {report.coverage_metric} (contract terms: each >= {terms.min_judged:g}, gap <= "
+        f"{terms.max_judged_gap:g}); "
+    )
+    if report.baseline_judged is None:
+        return ["", head + "not recorded per query for every configuration; not checked"]
+    confounded = report.confounded()
+    noted = [
+        r for r in report.rows if r.coverage is not None and (r.coverage.confounded or r.coverage.winner_differs())
+    ]
+    lines = [
+        "",
+        head
+        + (
+            f"{len(confounded)} of {len(report.rows)} comparisons COVERAGE-CONFOUNDED, no verdict "
+            f"(judge the missing documents: `{scoring.POOL_MISSING}`)"
+            if confounded
+            else "every comparison within them"
+        ),
+    ]
+    for r in noted:
+        lines.append(f"  {r.config_id}: {r.coverage.sentence()}")
+    return lines
 
 
 def threshold_sentence(thresholds: ThresholdStability | None) -> str:
@@ -762,9 +1061,18 @@ def grid_to_dict(report: GridReport) -> dict[str, Any]:
                 "verdict": r.verdict,
                 "indistinguishable_from_best": r.indistinguishable_from_best,
                 "difference_sd": _finite(r.difference_sd),
+                "coverage": None if r.coverage is None else r.coverage.to_dict(),
             }
             for r in report.rows
         ],
+        "coverage": None
+        if report.coverage_metric is None
+        else {
+            "metric": report.coverage_metric,
+            "terms": None if report.coverage_terms is None else report.coverage_terms.to_dict(),
+            "baseline_judged": report.baseline_judged,
+            "confounded": [r.config_id for r in report.confounded()],
+        },
         "best": report.best.best,
         "indistinguishable_from_best": list(report.best.indistinguishable),
         "runner_up": report.runner_up,
@@ -862,7 +1170,11 @@ class GateResult:
 def gate_decision(report: PairReport, broken: Sequence[Broken], top_n: int, margin: float | None = None) -> GateResult:
     """Exit 1 on a broken must-never-break query, and on the metric: without ``margin``, on a
     significant regression (the verdict of :func:`stats.decide`); with it (non-inferiority),
-    when the interval's lower bound of candidate - baseline is below ``-margin``. Else 0."""
+    when the interval's lower bound of candidate - baseline is below ``-margin``. Else 0.
+
+    A coverage-confounded comparison (:class:`Coverage`) neither passes nor fails on the metric:
+    it exits 2 (:data:`GATE_INCOMPARABLE`, "cannot decide"), with or without ``margin``, naming
+    the judging debt's command; a broken must-never-break query still exits 1."""
     p = report.primary
     conf = f"{p.confidence:.0%}"
     summary = (
@@ -872,9 +1184,16 @@ def gate_decision(report: PairReport, broken: Sequence[Broken], top_n: int, marg
     )
     lines = []
     code = GATE_PASS
-    if margin is not None:
-        if not (math.isfinite(margin) and margin >= 0.0):
-            raise InputError(f"must be a number >= 0, got {margin}", field="margin")
+    if margin is not None and not (math.isfinite(margin) and margin >= 0.0):
+        raise InputError(f"must be a number >= 0, got {margin}", field="margin")
+    if report.coverage is not None and report.coverage.confounded:
+        code = GATE_INCOMPARABLE
+        lines.append(
+            f"gate: FAIL — coverage-confounded, no verdict on {report.metric}: {report.coverage.reason} "
+            f"(contract terms: {report.coverage.terms_text()}); the numbers measure the judging as much as "
+            f"the retrieval. Judge the missing documents (`{scoring.POOL_MISSING}`), rescore and gate again: {summary}"
+        )
+    elif margin is not None:
         low = p.bootstrap_ci[0]
         if not low >= -margin:
             code = GATE_FAIL
@@ -892,7 +1211,7 @@ def gate_decision(report: PairReport, broken: Sequence[Broken], top_n: int, marg
         what = "significant improvement" if p.verdict == "improvement" else verdict_text(p)
         lines.append(f"gate: PASS — {what}: {summary}" if not broken else f"metric: passes ({what}): {summary}")
     if broken:
-        code = GATE_FAIL
+        code = GATE_FAIL  # absolute: the candidate's own ranking, whatever the coverage
         lines.append(
             f"gate: FAIL — {len(broken)} must-never-break quer"
             f"{'y' if len(broken) == 1 else 'ies'} without a relevant document in the "

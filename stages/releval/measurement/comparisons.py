@@ -20,7 +20,7 @@ import io as _io
 import json
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -74,6 +74,36 @@ def add_source_arguments(parser: argparse.ArgumentParser) -> None:
         "--resamples", type=int, default=10_000, help="paired bootstrap resamples of the queries (default 10000)"
     )
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    parser.add_argument(
+        "--min-judged",
+        type=float,
+        default=None,
+        metavar="F",
+        help="coverage term: each side's judged@k (k: the primary's cutoff) must reach F for a verdict, "
+        "else coverage-confounded (default: the baseline contract's metric.coverage.min_judged, 0.9)",
+    )
+    parser.add_argument(
+        "--max-judged-gap",
+        type=float,
+        default=None,
+        metavar="F",
+        help="coverage term: the two sides' judged@k may differ by at most F "
+        "(default: the contract's metric.coverage.max_judged_gap, 0.05)",
+    )
+
+
+def coverage_terms(
+    contract: dict[str, Any], min_judged: float | None = None, max_judged_gap: float | None = None
+) -> scoring.CoverageTerms:
+    """The contract's coverage terms (:func:`releval.measurement.scoring.coverage_terms`), each
+    given one (``--min-judged``, ``--max-judged-gap``) replacing its own."""
+    terms = scoring.coverage_terms(contract, source="metrics.json contract")
+    given = {"min_judged": min_judged, "max_judged_gap": max_judged_gap}
+    try:
+        return replace(terms, **{key: value for key, value in given.items() if value is not None})
+    except InputError as exc:
+        option = "--" + str(exc.field).rpartition(".")[2].replace("_", "-")
+        raise InputError(exc.detail, file="<command line>", field=option) from None
 
 
 # --------------------------------------------------------------------------- reading
@@ -284,7 +314,9 @@ class Sources:
             doc_run = read_run_file(ref, self.run_format)
             contract = self.run_contract()
             evaluation = compare.score_run(doc_run, self.qrels, contract)
-            per_query = evaluation.per_query.with_columns(pl.col("query_id").cast(pl.Utf8))
+            per_query = scoring.with_condensed(evaluation, doc_run, self.qrels).with_columns(
+                pl.col("query_id").cast(pl.Utf8)
+            )
             return compare.Side(ref, f"run file {ref} scored against {self.qrels_path}", contract, per_query, doc_run)
         current = self.current
         if current is not None and ref in current.config_ids():
@@ -360,12 +392,25 @@ def pair_report(
     slice_name: str | None = None,
     n_resamples: int = 10_000,
     seed: int = 0,
+    min_judged: float | None = None,
+    max_judged_gap: float | None = None,
 ) -> compare.PairReport:
-    """Paired comparison of two references (see the module docstring)."""
+    """Paired comparison of two references (see the module docstring), its coverage read under the
+    baseline contract's coverage terms with ``min_judged``/``max_judged_gap`` replacing them when given."""
     baseline = sources.resolve(baseline_ref)
     candidate = sources.resolve(candidate_ref)
     chosen, others = metric_and_secondary(metric, secondary, baseline.contract, baseline, candidate)
-    return compare.compare_sides(baseline, candidate, chosen, others, sources.queries, slice_name, n_resamples, seed)
+    return compare.compare_sides(
+        baseline,
+        candidate,
+        chosen,
+        others,
+        sources.queries,
+        slice_name,
+        n_resamples,
+        seed,
+        coverage_terms=coverage_terms(baseline.contract, min_judged, max_judged_gap),
+    )
 
 
 def broken_must_never_break(sources: Sources, report: compare.PairReport, top_n: int) -> list[compare.Broken]:
@@ -462,10 +507,13 @@ def grid_report(
     seed: int = 0,
     alpha: float = 0.05,
     spread_width: float = 0.01,
+    min_judged: float | None = None,
+    max_judged_gap: float | None = None,
 ) -> compare.GridReport:
     """Every configuration of the working tree's reports against one baseline (see
     :func:`releval.measurement.compare.compare_grid`), with the winner re-scored at each
-    relevance threshold in ``thresholds`` (comma-separated; '' skips)."""
+    relevance threshold in ``thresholds`` (comma-separated; '' skips), coverage read under the
+    contract's terms with ``min_judged``/``max_judged_gap`` replacing them when given."""
     reports = sources.current_or_fail()
     contract = reports.contract
     configs = reports.config_ids()
@@ -485,4 +533,5 @@ def grid_report(
         spread_width,
         means,
         contract,
+        coverage_terms(contract, min_judged, max_judged_gap),
     )

@@ -4,25 +4,47 @@ The score stage, rescore (the archive), audit, compare, the report and pool all 
 these functions; nothing else collapses chunks to documents, restricts a run to a split or
 rebuilds a :class:`~releval.measurement.metrics.Contract` from its recorded form. The score
 stage's records (metrics.json, lineage.json, per_query.parquet) are assembled here too.
+
+Incomplete judgments (unjudged documents count as grade 0) are recorded three ways beside each
+number: judged@k, read against the contract's coverage terms (:func:`coverage_terms`); the
+condensed-list value of every metric (:func:`condensed_scores`: the metric on the run with its
+unjudged documents removed, Sakai, "Alternatives to Bpref", SIGIR 2007), per query as the
+column ``<metric>'`` of per_query.parquet and per configuration in metrics.json's ``condensed``
+block; and the recall cutoffs too deep for the corpus to separate systems (:func:`saturation`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from releval import io
+from releval.errors import InputError
 from releval.measurement import holdout
 from releval.retrieval import runs
 from releval.measurement import operations
-from releval.measurement.metrics import FIXED_TERMS, Contract, Evaluation, evaluate
+from releval.measurement.metrics import (
+    FIXED_TERMS,
+    SATURATION_SHARE,
+    Contract,
+    Evaluation,
+    condense,
+    evaluate,
+    parse_metric,
+    saturated_cutoff,
+)
 
 JUDGED_WARNING = 0.5  # judged@k below this: the number leans on unjudged documents counted as 0
+CONDENSED_MARK = "'"  # ndcg@10' is nDCG@10 on the condensed list (Sakai's notation)
+COVERAGE_KEY = "coverage"  # params.yaml metric.coverage, metrics.json contract.coverage
+POOL_MISSING = "releval pool --missing"  # the command that lists the judging debt (unjudged top documents)
 
 
 def contract_from_record(record: Mapping[str, Any], **overrides: Any) -> Contract:
@@ -101,6 +123,182 @@ def score_table(
     )
 
 
+# --------------------------------------------------------------------------- incomplete judgments
+
+# Coverage terms (metric.coverage in params.yaml, recorded in the contract): both sides'
+# judged@k at least MIN_JUDGED, and at most MAX_JUDGED_GAP apart.
+MIN_JUDGED = 0.9
+MAX_JUDGED_GAP = 0.05
+# Mean judged fractions are sums of ratios: a side at exactly the threshold may land a rounding
+# error beside it. Differences within this are not differences.
+_COVERAGE_ROUNDING = 1e-9
+
+
+@dataclass(frozen=True)
+class CoverageTerms:
+    """When a comparison's sides are judged deeply and evenly enough for a verdict.
+
+    Contract terms (``metric.coverage`` in params.yaml, recorded in metrics.json's contract and
+    the card): both sides' mean judged@k at least ``min_judged`` and at most ``max_judged_gap``
+    apart, k being the cutoff of the primary metric.
+    """
+
+    min_judged: float = MIN_JUDGED
+    max_judged_gap: float = MAX_JUDGED_GAP
+
+    def __post_init__(self) -> None:
+        for name in ("min_judged", "max_judged_gap"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+                raise InputError(f"must be a number in [0, 1], got {value!r}", field=f"metric.coverage.{name}")
+            object.__setattr__(self, name, float(value))
+
+    def to_dict(self) -> dict[str, float]:
+        return asdict(self)
+
+
+def coverage_verdict(
+    judged_a: float,
+    judged_b: float,
+    terms: CoverageTerms = CoverageTerms(),
+    *,
+    metric: str = "judged@k",
+    names: tuple[str, str] = ("baseline", "candidate"),
+) -> str | None:
+    """Why a comparison of two sides judged ``judged_a`` and ``judged_b`` (mean judged@k, in
+    [0, 1]) is coverage-confounded, or None when it is not.
+
+    Confounded when either side is below ``terms.min_judged`` or the two differ by more than
+    ``terms.max_judged_gap`` (both up to rounding, 1e-9). Unjudged documents count as grade 0,
+    so such a difference in a metric may be a difference in judging, not in retrieval.
+    """
+    judged = (float(judged_a), float(judged_b))
+    for value, name in zip(judged, names):
+        if not (math.isfinite(value) and 0.0 <= value <= 1.0):
+            raise InputError(f"must be a judged fraction in [0, 1], got {value}", field=f"{name} {metric}")
+    reasons = []
+    low = [f"{name} {value:.2f}" for value, name in zip(judged, names) if value < terms.min_judged - _COVERAGE_ROUNDING]
+    if low:
+        reasons.append(f"{metric} below {terms.min_judged:g} ({', '.join(low)})")
+    gap = abs(judged[0] - judged[1])
+    if gap > terms.max_judged_gap + _COVERAGE_ROUNDING:
+        reasons.append(
+            f"{metric} differs by {gap:.2f} > {terms.max_judged_gap:g} "
+            f"({names[0]} {judged[0]:.2f}, {names[1]} {judged[1]:.2f})"
+        )
+    return "; ".join(reasons) or None
+
+
+def coverage_terms(record: Mapping[str, Any], *, source: str = "params.yaml") -> CoverageTerms:
+    """The coverage terms of params.yaml's ``metric`` section or a recorded contract (its
+    ``coverage``: ``min_judged``, ``max_judged_gap``); each term absent takes releval's default
+    (:data:`MIN_JUDGED`, :data:`MAX_JUDGED_GAP`),
+    and a contract recorded before the terms existed gets both."""
+    given = record.get(COVERAGE_KEY)
+    if given is None:
+        return CoverageTerms()
+    if not isinstance(given, Mapping):
+        raise InputError(
+            f"must be a mapping of min_judged and max_judged_gap, got {given!r}", file=source, field="metric.coverage"
+        )
+    fields = set(CoverageTerms().to_dict())
+    unknown = sorted(set(given) - fields)
+    if unknown:
+        raise InputError(
+            f"unknown coverage term; terms: {', '.join(sorted(fields))}",
+            file=source,
+            field=f"metric.coverage.{unknown[0]}",
+        )
+    try:
+        return CoverageTerms(**{key: given[key] for key in fields if key in given})
+    except InputError as exc:
+        raise InputError(exc.detail, file=source, field=exc.field) from None
+
+
+def coverage_metric(contract: Mapping[str, Any]) -> str | None:
+    """The judged@k a comparison's coverage is read from: k is the primary metric's cutoff
+    (judged@10 for ndcg@10); without such a judged@k in the contract's metrics, the first
+    judged@k it lists; None when it lists none."""
+    metrics = [str(m) for m in contract.get("metrics") or []]
+    primary = str(contract.get("primary") or (metrics[0] if metrics else ""))
+    k = primary.partition("@")[2]
+    if k and f"judged@{k}" in metrics:
+        return f"judged@{k}"
+    return next((m for m in metrics if m.startswith("judged@")), None)
+
+
+def condensed_name(metric: str) -> str:
+    """The name of ``metric``'s condensed-list value: ``ndcg@10'``."""
+    return f"{metric}{CONDENSED_MARK}"
+
+
+def condensable(metrics: Iterable[str]) -> list[str]:
+    """The metrics whose condensed-list value differs from their value: all but judged@k (1 on a
+    condensed list) and bpref (which ignores unjudged documents already)."""
+    return [m for m in metrics if parse_metric(m).kind not in ("judged", "bpref")]
+
+
+def condensed_scores(
+    doc_run: pl.DataFrame,
+    qrels: pl.DataFrame,
+    metrics: Sequence[str],
+    contract: Contract,
+    query_ids: Sequence[str] | pl.Series,
+) -> pl.DataFrame:
+    """Condensed-list values per query: ``query_id`` (those of ``query_ids``, in that order) and a
+    column ``<metric>'`` per :func:`condensable` metric.
+
+    The condensed list of a query is its ranking with every document that has no judgment
+    removed, the others keeping their relative order (Sakai, "Alternatives to Bpref", SIGIR 2007;
+    :func:`releval.measurement.metrics.condense`); the metric is computed on it under the same
+    contract. A query whose retrieved documents are all unjudged has an empty condensed list and
+    scores 0.
+    """
+    names = condensable(metrics)
+    ids = pl.DataFrame({"query_id": pl.Series(list(query_ids), dtype=pl.Utf8)})
+    columns = {condensed_name(m): pl.lit(0.0, dtype=pl.Float64) for m in names}
+    if not names:
+        return ids
+    run = doc_run.select(pl.col("query_id").cast(pl.Utf8), pl.col("doc_id").cast(pl.Utf8), "score")
+    condensed = condense(run, qrels) if run.height else run
+    if condensed.height == 0:
+        return ids.with_columns(**columns)
+    try:
+        evaluation = score_table(condensed, qrels, names, contract)
+    except InputError as exc:
+        if "no query left to evaluate" not in str(exc):
+            raise
+        return ids.with_columns(**columns)
+    values = evaluation.per_query.select(
+        pl.col("query_id").cast(pl.Utf8), *[pl.col(m).alias(condensed_name(m)) for m in names]
+    )
+    return ids.join(values, on="query_id", how="left", maintain_order="left").with_columns(
+        pl.col(condensed_name(m)).fill_null(0.0) for m in names
+    )
+
+
+def with_condensed(evaluation: Evaluation, doc_run: pl.DataFrame, qrels: pl.DataFrame) -> pl.DataFrame:
+    """``evaluation``'s per-query table with its metrics' condensed-list columns added
+    (:func:`condensed_scores` of ``doc_run`` against ``qrels``, the run and judgments it was
+    evaluated on, under its contract)."""
+    names = [metric.name for metric in evaluation.metrics]
+    condensed = condensed_scores(doc_run, qrels, names, evaluation.contract, evaluation.per_query["query_id"])
+    return evaluation.per_query.join(condensed, on="query_id", how="left", maintain_order="left")
+
+
+def saturation(metrics: Iterable[str], documents: int, share: float = SATURATION_SHARE) -> dict[str, Any]:
+    """metrics.json's ``saturation`` block: the corpus's document count, the share, and the
+    metrics whose cutoff reaches that share of the corpus
+    (:func:`releval.measurement.metrics.saturated_cutoff`: recall@k with k >= share x documents),
+    whose values say little about the ranking (recall@100 of a 143-document corpus is 1 for
+    almost any system)."""
+    return {
+        "documents": int(documents),
+        "share": float(share),
+        "saturated": [m for m in metrics if saturated_cutoff(m, documents, share)],
+    }
+
+
 def low_judged(mean: Mapping[str, Any], metrics: Iterable[str]) -> list[tuple[str, float]]:
     """The (judged@k, value) pairs of ``mean`` below :data:`JUDGED_WARNING`: scores that are lower bounds."""
     return [(m, mean[m]) for m in metrics if m.startswith("judged@") and mean.get(m, 1.0) < JUDGED_WARNING]
@@ -135,21 +333,29 @@ def score_run(run_dir: Path, scored: ScoredQueries, metrics: Sequence[str], cont
     chunk_run, meta = runs.read_run(run_dir)
     doc_run = document_run(chunk_run, scored.ids)
     evaluation = score(doc_run, scored, metrics, contract)
+    per_query = with_condensed(evaluation, doc_run, scored.qrels)
     cid = meta["config_id"]
     return ScoredRun(
         config_id=cid,
-        result=config_result(run_dir, meta, evaluation, metrics),
-        per_query=evaluation.per_query.with_columns(pl.lit(cid).alias("config_id")),
+        result=config_result(run_dir, meta, evaluation, metrics, condensed=per_query),
+        per_query=per_query.with_columns(pl.lit(cid).alias("config_id")),
         document_run=doc_run,
     )
 
 
 def config_result(
-    run_dir: Path, meta: Mapping[str, Any], evaluation: Evaluation, metrics: Sequence[str]
+    run_dir: Path,
+    meta: Mapping[str, Any],
+    evaluation: Evaluation,
+    metrics: Sequence[str],
+    *,
+    condensed: pl.DataFrame | None = None,
 ) -> dict[str, Any]:
-    """One scored configuration: its means, counts, cost and machine figures, slices, lineage and warnings."""
+    """One scored configuration: its means, condensed-list means (of ``condensed``'s ``<metric>'``
+    columns, :func:`with_condensed`), counts, cost and machine figures, slices, lineage and warnings."""
     return {
         "mean": evaluation.mean,
+        "condensed": {} if condensed is None else condensed_means(condensed),
         "counts": evaluation.counts,
         "ops": operations.cost_figures(meta["ops"]),
         "machine_ops": operations.machine_figures(meta["ops"]),
@@ -162,6 +368,15 @@ def config_result(
     }
 
 
+def condensed_means(per_query: pl.DataFrame) -> dict[str, float]:
+    """Per metric (named without the prime), the mean of its condensed-list column ``<metric>'``."""
+    return {
+        name.removesuffix(CONDENSED_MARK): float(np.mean(per_query[name].to_numpy()))
+        for name in per_query.columns
+        if name.endswith(CONDENSED_MARK)
+    }
+
+
 def metrics_document(
     results: Mapping[str, Mapping[str, Any]],
     contract: Contract,
@@ -171,17 +386,24 @@ def metrics_document(
     split_terms: Mapping[str, Any],
     *,
     titles: str | None = None,
+    documents: int | None = None,
 ) -> dict[str, Any]:
     """metrics.json: the full contract (engine terms and recorded context) and each configuration's figures.
 
     ``titles``: the titles term every run's chunks were built under (``retriever.titles``), a
     contract term: numbers with and without titles prepended are not comparable. None records none.
+
+    The contract records the coverage terms (``coverage``: :func:`coverage_terms`). Each
+    configuration carries, beside its means, ``condensed``: each metric's condensed-list mean
+    (:func:`condensed_scores`; none for judged@k and bpref), keyed by the metric's name.
+    ``documents``, the corpus's document count, adds the ``saturation`` block (:func:`saturation`).
     """
     full_contract = {
         **contract.to_dict(),
         "metrics": list(metric_cfg["metrics"]),
         "primary": metric_cfg["primary"],
         "collapse": metric_cfg["collapse"],
+        COVERAGE_KEY: coverage_terms(metric_cfg).to_dict(),
         **({"titles": titles} if titles is not None else {}),
         "dataset": dataset,
         "judgments_version": judgments["version"],
@@ -189,13 +411,22 @@ def metrics_document(
         "pooling": judgments.get("description") or "not recorded",
         **split_terms,
     }
-    return {
+    document: dict[str, Any] = {
         "contract": full_contract,
         "configs": {
-            cid: {**r["mean"], "ops": r["ops"], "counts": r["counts"], "slices": r["slices"]}
+            cid: {
+                **r["mean"],
+                "condensed": dict(r.get("condensed") or {}),
+                "ops": r["ops"],
+                "counts": r["counts"],
+                "slices": r["slices"],
+            }
             for cid, r in results.items()
         },
     }
+    if documents is not None:
+        document["saturation"] = saturation(metric_cfg["metrics"], documents)
+    return document
 
 
 HEADLINE_DIGITS = 4  # the DVC view is for reading and diffing; metrics.json keeps full precision

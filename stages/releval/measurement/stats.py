@@ -9,7 +9,10 @@ Conventions, everywhere in this module:
   column of a matrix sees the same resampled query sets, so comparisons stay paired.
 * Every random function takes a ``seed``; the same inputs and seed give the same answer.
 * Verdicts come from one rule, :func:`decide`: the bootstrap p-value (Holm-adjusted over the
-  comparisons reported together) below alpha, read by the sign of the mean difference.
+  comparisons reported together) below alpha, read by the sign of the mean difference; a
+  comparison whose sides are not judged deeply and evenly enough
+  (:func:`releval.measurement.scoring.coverage_verdict`) gets :data:`COVERAGE_CONFOUNDED`
+  instead, whatever its p-value.
 * Edge cases return defined values instead of NaN: with fewer than two queries nothing can be
   said about variability, so intervals are ``(-inf, inf)`` and p-values 1; with zero variance
   the interval collapses onto the (constant) difference.
@@ -45,7 +48,12 @@ NO_VERDICT = "too few queries"
 # Query counts beyond this are not a plan: the power answer says "more than" instead.
 MAX_QUERIES = 10**9
 
-Verdict = Literal["improvement", "regression", "inconclusive", "too few queries"]
+# The verdict of a comparison whose sides are not judged deeply or evenly enough to be told
+# apart: unjudged documents count as grade 0, so the less-judged side is punished for being
+# different (pooling bias), and a better/worse verdict would measure the judging, not the system.
+COVERAGE_CONFOUNDED = "coverage-confounded"
+
+Verdict = Literal["improvement", "regression", "inconclusive", "too few queries", "coverage-confounded"]
 
 
 # --------------------------------------------------------------------------- input checks
@@ -275,7 +283,10 @@ def decide(mean_differences, p_values, n_queries, alpha: float = 0.05, min_queri
     family. The others' two-sided bootstrap p-values are Holm-adjusted over the family; an
     adjusted p-value below ``alpha`` is an improvement or a regression by the sign of the mean
     difference, anything else is inconclusive. A family of one is the plain test. Every verdict
-    releval prints (compare, compare --grid, gate, report.md) comes from here.
+    releval prints (compare, compare --grid, gate, report.md) comes from here, except that a
+    comparison whose judging coverage confounds it (:func:`releval.measurement.scoring.coverage_verdict`)
+    has its verdict replaced by :data:`COVERAGE_CONFOUNDED` (:meth:`Comparison.confounded`), its
+    p-values kept.
     """
     differences = np.asarray(mean_differences, dtype=np.float64)
     p = np.asarray(p_values, dtype=np.float64)
@@ -630,6 +641,12 @@ class Comparison:
             adjusted_p_value=decision.adjusted_p_value,
             family_size=decision.family_size,
         )
+
+    def confounded(self) -> Comparison:
+        """This comparison with the :data:`COVERAGE_CONFOUNDED` verdict, numbers and p-values kept
+        (see :func:`releval.measurement.scoring.coverage_verdict`); one too small for a verdict keeps
+        :data:`NO_VERDICT`."""
+        return self if self.verdict == NO_VERDICT else replace(self, verdict=COVERAGE_CONFOUNDED)
 
     def to_dict(self) -> dict:
         """A JSON-safe dict: tuples become lists, infinite interval ends become None."""

@@ -33,7 +33,7 @@ from typing import Any
 
 import polars as pl
 
-from releval.measurement import compare
+from releval.measurement import compare, scoring
 from releval.errors import InputError, InputErrors
 from releval.measurement.metrics import parse_metric
 from releval import paths
@@ -191,8 +191,14 @@ def metric_cutoffs(metrics: Iterable[str]) -> list[int]:
 
 
 def contract_summary(contract: Mapping[str, Any]) -> dict[str, Any]:
-    """The card's contract block: a readable summary beside the full terms."""
+    """The card's contract block: a readable summary beside the full terms (the coverage terms,
+    when recorded, among the policies as a sentence; in ``terms`` as recorded)."""
     metrics = list(contract.get("metrics") or [])
+    policies = {
+        key: contract.get(key) for key in ("ties", "no_relevant", "missing_in_run", "unjudged", "collapse", "idcg")
+    }
+    if contract.get(scoring.COVERAGE_KEY) is not None:
+        policies[scoring.COVERAGE_KEY] = coverage_policy(contract)
     return {
         "metrics": metrics,
         "primary": contract.get("primary"),
@@ -200,11 +206,19 @@ def contract_summary(contract: Mapping[str, Any]) -> dict[str, Any]:
         "gain": contract.get("gain"),
         "discount": contract.get("discount"),
         "aggregation": contract.get("aggregation"),
-        "policies": {
-            key: contract.get(key) for key in ("ties", "no_relevant", "missing_in_run", "unjudged", "collapse", "idcg")
-        },
+        "policies": policies,
         "terms": dict(contract),
     }
+
+
+def coverage_policy(contract: Mapping[str, Any]) -> str:
+    """The contract's coverage terms as one sentence."""
+    terms = scoring.coverage_terms(contract, source="metrics.json contract")
+    judged = scoring.coverage_metric(contract) or "judged@k"
+    return (
+        f"a comparison is coverage-confounded, no verdict, when either side's {judged} is below "
+        f"{terms.min_judged:g} or the two differ by more than {terms.max_judged_gap:g}"
+    )
 
 
 def build_card(

@@ -22,7 +22,13 @@ from releval.errors import InputError
 from releval.measurement import compare, holdout, scoring, stats
 from releval.provenance import card as cards
 from releval.reporting import card_inputs, plots
-from releval.reporting.markdown import format_cell, table_quality_metrics
+from releval.reporting.markdown import (
+    coverage_note,
+    format_cell,
+    metric_cell,
+    saturation_note,
+    table_quality_metrics,
+)
 from releval.retrieval import runs
 from releval.stage import warn
 
@@ -270,12 +276,17 @@ def report_markdown(
     threshold_means: Mapping[int, Mapping[str, float] | None] | None = None,
 ) -> str:
     """report.md: a conclusion, the grid with intervals, comparisons against the baseline (one
-    verdict each: the grid's Holm-adjusted one), slices, the worst queries, the card and the
-    warnings. ``threshold_means`` (:func:`compare.threshold_means`) adds the winner at each
-    relevance threshold."""
+    verdict each: the grid's Holm-adjusted one, or coverage-confounded), slices, the worst
+    queries, the card and the warnings. ``threshold_means`` (:func:`compare.threshold_means`)
+    adds the winner at each relevance threshold.
+
+    The grid shows judged@k as columns and marks a saturated recall cutoff ``1.0000 (sat.)``
+    (:func:`scoring.saturation` of the card's corpus)."""
     ci = {row["config_id"]: row for row in intervals}
     quality = table_quality_metrics(contract["metrics"])
     coverage = [m for m in contract["metrics"] if m.startswith("judged@")]
+    saturation = scoring.saturation(contract["metrics"], int(card["corpus"]["documents"]))
+    saturated = saturation["saturated"]
     header = [
         "configuration",
         f"{primary} [95% CI]",
@@ -316,7 +327,7 @@ def report_markdown(
         cells = [
             f"`{item.config_id}`",
             f"{row[primary]:.4f} [{format_cell(interval.get('low'))}, {format_cell(interval.get('high'))}]",
-            *[format_cell(row.get(m)) for m in quality if m != primary],
+            *[metric_cell(m, row.get(m), saturated) for m in quality if m != primary],
             *[format_cell(row.get(m), "{:.2f}") for m in coverage],
             format_cell(None if ops.get("index_bytes") is None else ops["index_bytes"] / 1e6, "{:.2f}"),
             format_cell(ops.get("truncation_rate"), "{:.1%}"),
@@ -328,6 +339,11 @@ def report_markdown(
         f"Throughput, latency and memory depend on the machine: {paths.OPS_MD}.",
         "",
     ]
+    notes = [
+        saturation_note(saturation) if any(m in saturated for m in quality) else None,
+        coverage_note(configs, contract),
+    ]
+    lines += [line for note in notes if note for line in (note, "")]
 
     lines += [f"## Against the baseline `{baseline}`", ""]
     secondary = [m for m in compare.DEFAULT_SECONDARY if m in per_query.columns]
@@ -444,6 +460,23 @@ def conclusion_markdown(grid: compare.GridReport | None, configs: Mapping[str, A
     lines.append(f"- To settle it: {compare.settle_sentence(grid, lambda name: f'`{name}`')}.")
     if grid.thresholds is not None:
         lines.append(f"- Winner by relevance threshold: {compare.threshold_sentence(grid.thresholds)}.")
+    confounded = grid.confounded()
+    if confounded and grid.coverage_terms is not None:
+        terms = grid.coverage_terms
+        lines.append(
+            f"- Coverage: {len(confounded)} of the {len(grid.rows)} comparisons with `{grid.baseline}` "
+            f"{'is' if len(confounded) == 1 else 'are'} coverage-confounded ({grid.coverage_metric} below "
+            f"{terms.min_judged:g} or more than {terms.max_judged_gap:g} apart), no verdict: "
+            + ", ".join(f"`{row.config_id}`" for row in confounded)
+            + f". Unjudged documents count as non-relevant; judge them (`{scoring.POOL_MISSING}`) and rescore."
+        )
+    changed = [row for row in grid.rows if row.coverage is not None and row.coverage.winner_differs()]
+    if changed:
+        lines.append(
+            "- The winner against the baseline differs between the standard value and "
+            + ", ".join(f"`{row.config_id}` ({', '.join(row.coverage.winner_differs())})" for row in changed)
+            + f": condensed-list values ({primary}') remove unjudged documents from the ranking (Sakai, SIGIR 2007)."
+        )
     return lines
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
+
+from releval.measurement import scoring
 
 # Cost figures only: throughput, latency and memory depend on the machine (reports/ops.md).
 GRID_OPS = [
@@ -21,12 +23,68 @@ def table_quality_metrics(metrics: Sequence[str]) -> list[str]:
     return [m for m in metrics if not m.startswith(("judged@", "ceiling@"))][:4]
 
 
+SATURATED = "(sat.)"  # beside a value whose cutoff reaches too far into the corpus to tell systems apart
+
+
+def metric_cell(metric: str, value: Any, saturated: Collection[str] = (), fmt: str = "{:.4f}") -> str:
+    """A metric's table cell; a saturated metric's value is marked ``1.0000 (sat.)``."""
+    cell = format_cell(value, fmt)
+    return f"{cell} {SATURATED}" if metric in saturated and value is not None else cell
+
+
+def saturation_note(saturation: Mapping[str, Any] | None) -> str | None:
+    """The sentence under a table that marks saturated values (metrics.json's ``saturation`` block,
+    :func:`releval.measurement.scoring.saturation`); None when nothing is saturated."""
+    if not saturation or not saturation.get("saturated"):
+        return None
+    names = ", ".join(saturation["saturated"])
+    return (
+        f"{SATURATED}: saturated. {names} reach{'es' if len(saturation['saturated']) == 1 else ''} at least "
+        f"{saturation['share']:.0%} of the corpus's {saturation['documents']} documents, so almost any system "
+        "finds almost every relevant document there: the value tells systems apart little; a recall cutoff "
+        f"below {saturation['share'] * saturation['documents']:g} does."
+    )
+
+
+def coverage_note(means: Mapping[str, Mapping[str, Any]], contract: Mapping[str, Any]) -> str | None:
+    """The sentence under a table naming the configurations below the contract's coverage
+    (``min_judged`` at the primary's judged@k); None when none is, or no judged@k was scored."""
+    judged = scoring.coverage_metric(contract)
+    if judged is None:
+        return None
+    terms = scoring.coverage_terms(contract, source="metrics.json contract")
+    low = [
+        (cid, row[judged])
+        for cid, row in means.items()
+        if isinstance(row.get(judged), (int, float)) and scoring.coverage_verdict(row[judged], row[judged], terms)
+    ]
+    if not low:
+        return None
+    listed = ", ".join(f"`{cid}` {value:.2f}" for cid, value in low)
+    return (
+        f"{judged} below the contract's {terms.min_judged:g} (metric.coverage.min_judged): {listed}. Unjudged "
+        f"documents count as non-relevant, so these scores are lower bounds and every comparison with them is "
+        f"coverage-confounded; `{scoring.POOL_MISSING}` lists the documents to judge."
+    )
+
+
 def grid_markdown(
-    results: dict[str, dict[str, Any]], contract: dict[str, Any], quality: list[str], primary: str
+    results: dict[str, dict[str, Any]],
+    contract: dict[str, Any],
+    quality: list[str],
+    primary: str,
+    *,
+    saturation: Mapping[str, Any] | None = None,
 ) -> str:
-    """The configurations side by side, best primary metric first."""
+    """The configurations side by side, best primary metric first, with the primary's judged@k
+    (:func:`releval.measurement.scoring.coverage_metric`) as a column when it was scored.
+
+    ``saturation`` (metrics.json's block) marks saturated values ``1.0000 (sat.)``."""
     order = sorted(results, key=lambda cid: (-_num(results[cid]["mean"].get(primary)), cid))
-    header = ["configuration", *quality, *[label for _, label, _ in GRID_OPS]]
+    judged = scoring.coverage_metric(contract)
+    judged = judged if judged is not None and any(judged in r["mean"] for r in results.values()) else None
+    saturated = list((saturation or {}).get("saturated") or [])
+    header = ["configuration", *quality, *([judged] if judged else []), *[label for _, label, _ in GRID_OPS]]
     lines = [
         "# Retrieval grid",
         "",
@@ -37,7 +95,9 @@ def grid_markdown(
     ]
     for cid in order:
         row = results[cid]
-        cells = [f"`{cid}`"] + [format_cell(row["mean"].get(m), "{:.4f}") for m in quality]
+        cells = [f"`{cid}`"] + [metric_cell(m, row["mean"].get(m), saturated) for m in quality]
+        if judged:
+            cells.append(format_cell(row["mean"].get(judged), "{:.2f}"))
         for key, _, fmt in GRID_OPS:
             value = row["ops"].get(key)
             cells.append(
@@ -46,6 +106,11 @@ def grid_markdown(
                 else format_cell(value, fmt)
             )
         lines.append("| " + " | ".join(cells) + " |")
+    notes = [
+        saturation_note(saturation) if any(m in saturated for m in quality) else None,
+        coverage_note({cid: results[cid]["mean"] for cid in order}, contract),
+    ]
+    lines += [line for note in notes if note for line in ("", note)]
     warnings = [w for cid in order for w in results[cid].get("warnings", [])]
     if warnings:
         lines += ["", "## Warnings", ""] + [f"- {w}" for w in warnings]
