@@ -4,6 +4,8 @@
                  [--depth 10] --out POOL.csv|POOL.jsonl [--force]
     releval pool --import FILLED --into SET_DIR [--annotator NAME] [--parent SET_DIR]
                  [--date YYYY-MM-DD] [--queries FILE] [--corpus FILE]
+    releval pool --missing [--depth K] [--judgments SET_DIR] [--out POOL.csv|POOL.jsonl [--force]]
+                 [--summary-if-below THRESHOLD]
 
 Making a pool. Each RUN is a releval run folder (``run.json`` + ``run.parquet``, e.g.
 ``data/work/runs/dense/minilm/c256``), a folder holding such folders (every run below it), or a
@@ -30,16 +32,48 @@ appends and re-seals its manifest; ``--into`` a new directory with ``--parent`` 
 version (the parent's judgments, scale and rubric, plus the new rows; ``parent`` = the parent's
 version, ``date`` = today or ``--date``). The command then prints how many queries' IDCG@10
 moved relative to the base set.
+
+The judging debt (``--missing``). For every configuration the params grid declares (its run
+under data/work/runs; a missing run is an error), the top ``--depth`` documents (default: the k
+of the contract's ``judged@k`` in params ``metric.metrics``) -- chunks collapsed to documents and
+ordered exactly as the score stage orders them, so these are the documents ``judged@k`` counts --
+less the pairs the active judgment version (params ``judgments``, or ``--judgments``) holds.
+It prints the number of unjudged pairs per configuration (ids as the reports name them) and the
+number of distinct pairs; ``--out`` writes those pairs as a pool file, blind as above. Filled,
+it goes back through ``--import FILLED --into NEW_SET_DIR --parent ACTIVE_SET_DIR``, after which
+the debt is 0. Queries are those of the query table (data/work/queries.parquet, or
+``--queries``): every query, holdout ones included -- judges are blind and the holdout is scored
+later against the same judgments -- but the pipeline's runs retrieve only dev queries (the
+holdout stays sealed until `releval holdout`, which retrieves into a scratch folder it removes),
+so holdout queries add pairs only when runs of them are there. Only pair counts are printed,
+never a score. ``--summary-if-below T`` prints nothing unless some configuration's ``judged@k``
+in reports/metrics.json (its mean over the scored queries) is below T; then one block of
+warning lines: those configurations, their debt and the commands that pay it. It exits 0 either
+way, for ``make repro`` to call after ``dvc repro``.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
+from releval import paths
+from releval.config import load_params, section
 from releval.errors import InputError, InputErrors
-from releval.judging.pool import import_filled_pool, make_pool, write_pool
+from releval.judging.pool import (
+    Debt,
+    grid_debt,
+    import_filled_pool,
+    judged_depth,
+    low_judged_configs,
+    make_pool,
+    write_pool,
+)
+from releval.measurement.metrics import contract_from_params
+from releval.measurement.scoring import coverage_terms
+from releval.retrieval.runs import grid_config_ids
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -50,7 +84,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     make.add_argument("--corpus", help="corpus: JSONL (.gz too), or docs.parquet")
     make.add_argument("--corpus-format", default="jsonl", choices=("jsonl", "folder", "beir", "smart", "parquet"))
     make.add_argument("--judgments", metavar="SET_DIR", help="judgment set whose judged pairs are left out")
-    make.add_argument("--depth", type=int, default=10, help="top-k documents per query and run (default 10)")
+    make.add_argument(
+        "--depth",
+        type=int,
+        help="top-k documents per query and run (default 10; with --missing: the k of the contract's judged@k)",
+    )
     make.add_argument("--out", help="pool file to write: .csv or .jsonl")
     make.add_argument("--force", action="store_true", help="overwrite an existing --out")
     imp = parser.add_argument_group("import a filled pool")
@@ -59,9 +97,33 @@ def configure(parser: argparse.ArgumentParser) -> None:
     imp.add_argument("--annotator", help="annotator of the rows whose annotator column is empty")
     imp.add_argument("--parent", metavar="SET_DIR", help="when --into does not exist: the version it revises")
     imp.add_argument("--date", help="date of a new version (default today), YYYY-MM-DD")
+    debt = parser.add_argument_group("the judging debt of the grid")
+    debt.add_argument(
+        "--missing",
+        action="store_true",
+        help="the unjudged (query, document) pairs in the top --depth of every configuration the params grid "
+        "declares (runs under data/work/runs), against the active judgment version (params judgments, or "
+        "--judgments): the count per configuration and of distinct pairs; --out writes them as a blind pool. "
+        "Queries: all of the query table (data/work/queries.parquet, or --queries), holdout queries INCLUDED "
+        "(judges are blind; the holdout is scored later), though the pipeline's runs hold only dev queries, so "
+        "holdout queries add pairs only when runs of them exist. Pair counts only, never a score",
+    )
+    debt.add_argument(
+        "--summary-if-below",
+        nargs="?",
+        const="",
+        metavar="THRESHOLD",
+        help="with --missing: print nothing unless some configuration's judged@k in reports/metrics.json is "
+        "below THRESHOLD (0-1; given without a value: the contract's metric.coverage.min_judged); then one "
+        "block of warning lines (exit 0 either way; make repro runs it)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.missing:
+        return _run_missing(args)
+    if args.summary_if_below is not None:
+        raise InputError("--summary-if-below goes with --missing", file="<command line>", field="summary-if-below")
     if args.import_path:
         return _run_import(args)
     missing = [
@@ -80,6 +142,21 @@ def run(args: argparse.Namespace) -> int:
             file="<command line>",
             field=missing[0].lstrip("-"),
         )
+    out = _pool_file(args)
+    depth = 10 if args.depth is None else _checked_depth(args.depth)
+    pool = make_pool(
+        args.runs, args.queries, args.queries_format, args.corpus, args.corpus_format, args.judgments, depth
+    )
+    write_pool(out, pool.table)
+    print(
+        f"pool: {pool.table.height} (query, document) pairs over {pool.table['query_id'].n_unique()} queries from "
+        f"{pool.n_runs} run(s) at depth {depth}; {pool.left_out} already judged left out -> {out}"
+    )
+    return 0
+
+
+def _pool_file(args: argparse.Namespace) -> Path:
+    """--out, checked: a .csv or .jsonl name that does not exist unless --force."""
     out = Path(args.out)
     if out.suffix.lower() not in (".csv", ".jsonl"):
         raise InputError("the pool file must end in .csv or .jsonl", file=str(out), field="out")
@@ -87,15 +164,118 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(
             "exists; it may hold an annotator's work. Choose another name, or pass --force", file=str(out), field="out"
         )
-    if args.depth < 1:
-        raise InputError(f"must be >= 1, got {args.depth}", file="<command line>", field="depth")
-    pool = make_pool(
-        args.runs, args.queries, args.queries_format, args.corpus, args.corpus_format, args.judgments, args.depth
+    return out
+
+
+def _checked_depth(depth: int) -> int:
+    if depth < 1:
+        raise InputError(f"must be >= 1, got {depth}", file="<command line>", field="depth")
+    return depth
+
+
+# --------------------------------------------------------------------------- the judging debt
+
+
+def _run_missing(args: argparse.Namespace) -> int:
+    for flag, value in (("--runs", args.runs), ("--import", args.import_path), ("--into", args.into)):
+        if value:
+            raise InputError(
+                f"--missing reads the grid's runs and writes a pool; it does not take {flag}",
+                file="<command line>",
+                field=flag.lstrip("-"),
+            )
+    out = _pool_file(args) if args.out else None
+    params = load_params()
+    metric_cfg = section(params, "metric")
+    threshold = _threshold(args.summary_if_below, metric_cfg)
+    depth = (
+        judged_depth(section(params, "metric.metrics"), metric_cfg.get("primary"))
+        if args.depth is None
+        else _checked_depth(args.depth)
     )
-    write_pool(out, pool.table)
+    grid = section(params, "grid")
+    judgments_cfg = {"path": args.judgments, "format": "releval"} if args.judgments else section(params, "judgments")
+
+    def debt() -> Debt:
+        return grid_debt(
+            grid,
+            paths.RUNS,
+            judgments_cfg,
+            depth,
+            args.queries or paths.QUERIES,
+            args.corpus or paths.DOCS,
+            ties=contract_from_params(metric_cfg).ties,
+            queries_format=args.queries_format,
+            corpus_format=args.corpus_format,
+        )
+
+    if threshold is not None:
+        return _summary(debt, depth, threshold, grid, judgments_cfg["path"], out)
+    result = debt()
+    width = max((len(cid) for cid in result.counts), default=0)
     print(
-        f"pool: {pool.table.height} (query, document) pairs over {pool.table['query_id'].n_unique()} queries from "
-        f"{pool.n_runs} run(s) at depth {args.depth}; {pool.left_out} already judged left out -> {out}"
+        f"judging debt at depth {depth} against judgments {result.version} ({judgments_cfg['path']}): unjudged "
+        f"(query, document) pairs in each configuration's top {depth}, over the {result.queries} queries of the "
+        f"query table, holdout included ({result.queries_in_runs} of them in the runs)"
+    )
+    for cid, count in result.counts.items():
+        print(f"  {cid:<{width}}  {count}")
+    total = result.pool.height
+    print(f"total: {total} distinct pair{'s' if total != 1 else ''} over {result.pool['query_id'].n_unique()} queries")
+    if out is not None:
+        write_pool(out, result.pool)
+        print(
+            f"-> {out} (blind: sorted by query and document, no configuration, score or rank); once graded: "
+            f"releval pool --import {out} --into <new version dir> --parent {judgments_cfg['path']}"
+        )
+    return 0
+
+
+def _threshold(given: str | None, metric_cfg: dict) -> float | None:
+    """--summary-if-below's threshold: the value given, or the contract's coverage.min_judged."""
+    if given is None:
+        return None
+    if given == "":
+        return coverage_terms(metric_cfg, source="params.yaml").min_judged
+    try:
+        threshold = float(given)
+    except ValueError:
+        threshold = float("nan")
+    if not 0.0 <= threshold <= 1.0:
+        raise InputError(f"a judged@k share, 0 to 1; got {given!r}", file="<command line>", field="summary-if-below")
+    return threshold
+
+
+def _summary(debt: Callable[[], Debt], depth: int, threshold: float, grid: dict, active: str, out: Path | None) -> int:
+    """The warning block of --summary-if-below, or nothing (the debt is computed only when there is one)."""
+    metrics_path = Path(paths.METRICS)
+    if not metrics_path.is_file():
+        print(f"WARNING: no {metrics_path}: judged@{depth} not known; run `dvc repro`", file=sys.stderr)
+        return 0
+    config_ids = grid_config_ids(grid)
+    low = low_judged_configs(metrics_path, depth, threshold, config_ids)
+    if not low:
+        return 0
+    result = debt()
+    if out is not None:
+        write_pool(out, result.pool)
+    width = max(len(cid) for cid, _ in low)
+    print(
+        f"WARNING: judged@{depth} below {threshold:g} for {len(low)} of {len(config_ids)} configurations "
+        f"({metrics_path}; unjudged pairs in each one's top {depth}):"
+    )
+    for cid, value in low:
+        print(f"WARNING:   {cid:<{width}}  {value:.2f}  {result.counts.get(cid, 0)} unjudged")
+    if result.pool.height == 0:
+        print(
+            f"WARNING: the grid's top {depth} holds no unjudged pair against judgments {result.version}: "
+            f"{metrics_path} is older than them; run `dvc repro`"
+        )
+        return 0
+    print(
+        f"WARNING: {result.pool.height} distinct unjudged (query, document) pairs in the grid against "
+        f"judgments {result.version}: export them blind with `releval pool --missing --out {out or 'debt.csv'}`, "
+        f"grade them, then `releval pool --import {out or 'debt.csv'} --into <new version dir> --parent {active}`"
     )
     return 0
 

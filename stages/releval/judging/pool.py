@@ -5,6 +5,11 @@ sorted by query and document and carry no score, rank, run name or vote count. A
 (CSV or JSONL) is read back by :func:`read_filled_pool` as judgment records with the pool file's
 line numbers, for the same validation as ``judgments.jsonl``; :func:`import_filled_pool` adds
 them to a judgment set. The `releval pool` command and `releval validate` both use this module.
+
+The judging debt (:func:`judging_debt`, :func:`grid_debt`): for every configuration the params
+grid declares, the (query, document) pairs of its top k documents -- chunks collapsed to
+documents and ordered exactly as scoring orders them -- that the active judgment version has not
+judged; judging them (the same pool file, the same import) brings every ``judged@k`` to 1.
 """
 
 from __future__ import annotations
@@ -14,16 +19,18 @@ import io as _io
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 import polars as pl
 
 from releval import io
 from releval.retrieval import runs
 from releval.measurement import scoring
+from releval.measurement.compare import document_ranks
+from releval.measurement.metrics import parse_metric
 from releval.inputs import trec
 from releval.errors import InputError
-from releval.inputs.corpus import dataset_root_of, find_corpus, find_queries, read_docs
+from releval.inputs.corpus import dataset_root_of, find_corpus, find_queries, read_docs, read_judgments
 from releval.inputs.schemas import Record, raise_all, read_jsonl
 from releval.judging import judgments as jmod
 
@@ -357,3 +364,134 @@ def import_filled_pool(
         moved = jmod.idcg_change_report(base_qrels, judgment_set.qrels(), (10,)).height
     checked = [name for name, value in (("queries", query_ids), ("corpus", lengths)) if value is not None]
     return PoolImport(judgment_set, added, ungraded, checked, moved)
+
+
+# --------------------------------------------------------------------------- the judging debt of the grid
+
+PAIRS_SCHEMA = {"query_id": pl.Utf8, "doc_id": pl.Utf8}
+
+
+def judging_debt(
+    tops_by_config: Mapping[str, pl.DataFrame], judged: pl.DataFrame
+) -> tuple[dict[str, int], pl.DataFrame]:
+    """The unjudged pairs of each configuration's top documents.
+
+    ``tops_by_config``: configuration id -> its top documents (``query_id, doc_id``); ``judged``:
+    the judged pairs (``query_id, doc_id``, by anyone; other columns ignored). Returns (per
+    configuration, how many of its top pairs are unjudged; the distinct unjudged pairs of all of
+    them, ``query_id, doc_id`` sorted by query_id then doc_id).
+    """
+    known = judged.select(pl.col("query_id").cast(pl.Utf8), pl.col("doc_id").cast(pl.Utf8)).unique()
+    counts: dict[str, int] = {}
+    frames = []
+    for config_id, top in tops_by_config.items():
+        unjudged = (
+            top.select(pl.col("query_id").cast(pl.Utf8), pl.col("doc_id").cast(pl.Utf8))
+            .unique()
+            .join(known, on=["query_id", "doc_id"], how="anti")
+        )
+        counts[config_id] = unjudged.height
+        frames.append(unjudged)
+    pairs = pl.concat(frames).unique() if frames else pl.DataFrame(schema=PAIRS_SCHEMA)
+    return counts, pairs.sort("query_id", "doc_id")
+
+
+def scored_top_documents(chunk_run: pl.DataFrame, depth: int, ties: str = "docid-asc") -> pl.DataFrame:
+    """Each query's first ``depth`` documents as scoring sees them: chunks collapsed to documents
+    (:func:`releval.measurement.scoring.document_run`), ordered as the metric engine orders them
+    under the contract's ``ties`` (:func:`releval.measurement.compare.document_ranks`), so that
+    these are exactly the documents ``judged@depth`` counts. Columns: query_id, doc_id."""
+    ranked = document_ranks(scoring.document_run(chunk_run), ties)
+    return ranked.filter(pl.col("doc_rank") <= depth).select("query_id", "doc_id")
+
+
+def grid_tops(grid: dict, runs_root: str | Path, depth: int, ties: str = "docid-asc") -> dict[str, pl.DataFrame]:
+    """Configuration id (as run.json and the reports name it) -> :func:`scored_top_documents` of its
+    run, for every configuration ``grid`` declares (:func:`releval.retrieval.runs.grid_runs`: a
+    missing run is an error), sorted by id."""
+    folders, _ = runs.grid_runs(grid, runs_root)
+    tops = {}
+    for folder in folders:
+        chunk_run, meta = runs.read_run(folder)
+        tops[meta["config_id"]] = scored_top_documents(chunk_run, depth, ties)
+    return dict(sorted(tops.items()))
+
+
+def judged_depth(metric_names: Iterable[str], primary: str | None = None) -> int:
+    """The k of the contract's ``judged@k`` (that at the primary metric's k when there are several)."""
+    ks = [m.k for m in map(parse_metric, metric_names) if m.kind == "judged" and m.k is not None]
+    if not ks:
+        raise InputError("no judged@k metric to take the depth from; pass --depth", file="params.yaml", field="metric")
+    primary_k = parse_metric(primary).k if primary else None
+    return primary_k if primary_k in ks else ks[0]
+
+
+def judged_pairs(judgments_cfg: Mapping[str, Any]) -> tuple[pl.DataFrame, str]:
+    """(the judged pairs ``query_id, doc_id``, the version's name) of a params ``judgments`` section:
+    a releval judgment set (validated by :func:`releval.judging.judgments.load_version`) or another
+    format :func:`releval.inputs.corpus.read_judgments` reads."""
+    if judgments_cfg.get("format", "releval") == "releval":
+        judgment_set = jmod.load_version(judgments_cfg["path"])
+        return judgment_set.judgments.select("query_id", "doc_id"), judgment_set.version
+    qrels = read_judgments(judgments_cfg["path"], judgments_cfg["format"])
+    return qrels.select("query_id", "doc_id"), str(judgments_cfg.get("version", judgments_cfg["path"]))
+
+
+@dataclass(frozen=True)
+class Debt:
+    """The judging debt of a grid against one judgment version."""
+
+    counts: dict[str, int]  # configuration id -> unjudged pairs in its top ``depth``
+    pool: pl.DataFrame  # the distinct unjudged pairs as a blind pool table (POOL_COLUMNS, sorted)
+    depth: int
+    version: str  # the judgment version's name
+    queries: int  # queries of the query table (dev and holdout)
+    queries_in_runs: int  # of them, queries some configuration retrieves for
+
+
+def grid_debt(
+    grid: dict,
+    runs_root: str | Path,
+    judgments_cfg: Mapping[str, Any],
+    depth: int,
+    queries: str | Path,
+    corpus: str | Path,
+    *,
+    ties: str = "docid-asc",
+    queries_format: str = "jsonl",
+    corpus_format: str = "jsonl",
+) -> Debt:
+    """:func:`judging_debt` of every configuration of ``grid`` at ``depth`` against ``judgments_cfg``,
+    its pairs as a pool table (:func:`build_pool`: ids the query table or corpus lack are errors)."""
+    tops = grid_tops(grid, runs_root, depth, ties)
+    judged, version = judged_pairs(judgments_cfg)
+    counts, pairs = judging_debt(tops, judged)
+    query_texts = read_query_texts(queries, queries_format)
+    table, _ = build_pool([pairs], query_texts, read_docs(corpus, corpus_format))
+    retrieved = {q for top in tops.values() for q in top["query_id"].to_list()}
+    return Debt(counts, table, depth, version, query_texts.height, len(retrieved))
+
+
+def low_judged_configs(
+    metrics_path: str | Path, depth: int, threshold: float, config_ids: Iterable[str]
+) -> list[tuple[str, float]]:
+    """(configuration, mean judged@depth) of each of ``config_ids`` scored in ``metrics_path``
+    (reports/metrics.json: the mean over the scored queries) whose judged@depth is below
+    ``threshold``, lowest first; configurations metrics.json does not hold are left out."""
+    import json
+
+    path = Path(metrics_path)
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+        contract, configs = document["contract"], document["configs"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise InputError(f"not a readable metrics.json: {exc}", file=str(path), field="configs") from None
+    metric = f"judged@{depth}"
+    if metric not in (contract.get("metrics") or []):
+        raise InputError(
+            f"{metric} was not scored (metrics: {', '.join(contract.get('metrics') or [])})",
+            file=str(path),
+            field="contract.metrics",
+        )
+    low = [(cid, float(configs[cid][metric])) for cid in config_ids if cid in configs]
+    return sorted(((cid, v) for cid, v in low if v < threshold), key=lambda item: (item[1], item[0]))
