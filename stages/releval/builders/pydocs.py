@@ -1,6 +1,7 @@
 """The embedded default corpus: Python's own documentation, as every Python 3.11 carries it.
 
-    python -m releval.builders.pydocs --out data/pydocs/corpus.jsonl.gz
+    python -m releval.builders.pydocs                   # edition v3 -> data/pydocs/v3/corpus.jsonl.gz
+    python -m releval.builders.pydocs --edition v2      # the capped v2 corpus -> data/pydocs/corpus.jsonl.gz
 
 Two kinds of documents, each one JSON object ``{"_id", "title", "text"}`` per line:
 
@@ -34,6 +35,19 @@ What is changed from pydoc's text, and why (each step is counted in ``MANIFEST.j
 The caps keep the corpus at roughly 150k MiniLM tokens, small enough for the default grid to
 encode in a few minutes on two CPU cores.
 
+Editions (:data:`EDITIONS`). ``v2`` is the capped corpus above (65 of 143 documents cut, keeping
+about a quarter of their text). ``v3`` never cuts a document: instead
+
+* a document longer than :data:`V3_MAX_CHARS` characters is left out whole (listed in the
+  manifest as ``excluded_long`` with its length), which keeps the corpus near the same token
+  budget (about 160k MiniLM tokens) while every document a judge reads is the whole page;
+* near-duplicates are merged (:func:`merge_contained`): a document whose paragraphs are at least
+  :data:`V3_MERGE_SHARE` contained, by characters, in one other kept document is removed in favour
+  of that document (``merged``: removed id -> the id that carries its text). The language
+  reference repeats itself: ``else`` and ``if`` are the same text, ``naming`` sits inside
+  ``execmodel``, ``id-classes`` inside ``identifiers``, ``in`` inside ``comparisons``; two copies
+  of one passage made judges grade the same text twice, differently.
+
 Determinism: the output bytes depend only on the Python build (recorded in the manifest).
 Documents are sorted by id, JSON keys are sorted, the gzip header has mtime 0 and no file name,
 and rendering runs in a child interpreter with ``PYTHONHASHSEED=0`` (set reprs), ``TZ=UTC`` and
@@ -49,6 +63,7 @@ from releval import paths
 
 import argparse
 import contextlib
+import dataclasses
 import gzip
 import hashlib
 import importlib
@@ -139,6 +154,27 @@ MODULES: tuple[str, ...] = (
 TOPIC_CHAR_CAP = 9_000
 MODULE_CHAR_CAP = 6_000
 DATA_CHAR_CAP = 400
+V3_MAX_CHARS = 20_000
+V3_MERGE_SHARE = 0.9
+MERGE_MIN_PARAGRAPH = 40  # shorter paragraphs ("Changed in version 3.8.", headings) say nothing of overlap
+
+
+@dataclasses.dataclass(frozen=True)
+class Edition:
+    """How one published corpus version is made from the same rendered pages."""
+
+    out: str
+    topic_cap: int | None  # cut topics at this many characters (None: never)
+    module_cap: int | None
+    max_chars: int | None  # leave out, whole, a document longer than this (None: keep all)
+    merge_share: float | None  # merge near-duplicates at this containment (None: keep all)
+
+
+EDITIONS: dict[str, Edition] = {
+    "v2": Edition(paths.PYDOCS_CORPUS, TOPIC_CHAR_CAP, MODULE_CHAR_CAP, None, None),
+    "v3": Edition(paths.PYDOCS_V3_CORPUS, None, None, V3_MAX_CHARS, V3_MERGE_SHARE),
+}
+DEFAULT_EDITION = "v3"
 
 CORPUS_NAME = "corpus.jsonl.gz"
 MANIFEST_NAME = "MANIFEST.json"
@@ -447,9 +483,18 @@ def _render(module) -> str:
 
 
 def build_documents(
-    modules: Iterable[str] = MODULES, *, topic_cap: int = TOPIC_CHAR_CAP, module_cap: int = MODULE_CHAR_CAP
+    modules: Iterable[str] = MODULES,
+    *,
+    topic_cap: int | None = TOPIC_CHAR_CAP,
+    module_cap: int | None = MODULE_CHAR_CAP,
+    max_chars: int | None = None,
+    merge_share: float | None = None,
 ) -> tuple[list[dict[str, str]], dict[str, Any]]:
-    """All documents, sorted by id, and the facts for the manifest (skips, cuts, removals)."""
+    """All documents, sorted by id, and the facts for the manifest (skips, cuts, removals).
+
+    A cap of None never cuts; ``max_chars`` and ``merge_share`` are edition v3's rules (module
+    docstring): the facts then carry ``excluded_long`` and ``merged``.
+    """
     from pydoc_data.topics import topics
 
     markers = machine_markers()
@@ -460,7 +505,7 @@ def build_documents(
     for key in sorted(topics):
         text = clean_topic_text(topics[key])
         title = topic_title(key, text)
-        text, record = cut(text, topic_cap, _topic_boundaries(text))
+        text, record = cut(text, topic_cap, _topic_boundaries(text)) if topic_cap else (text, None)
         doc_id = f"topic:{key}"
         if record:
             truncated[doc_id] = record
@@ -476,14 +521,24 @@ def build_documents(
         for key, value in stats.items():
             removals[key] = removals.get(key, 0) + value
         title = module_title(name, text)
-        text, record = cut_module(text, module_cap)
+        text, record = cut_module(text, module_cap) if module_cap else (text, None)
         doc_id = f"module:{name}"
         if record:
             truncated[doc_id] = record
         documents.append({"_id": doc_id, "title": title, "text": text})
         included.append(name)
     documents.sort(key=lambda d: d["_id"])
+    extra: dict[str, Any] = {}
+    if max_chars is not None:
+        extra["excluded_long"] = {d["_id"]: len(d["text"]) for d in documents if len(d["text"]) > max_chars}
+        documents = [d for d in documents if d["_id"] not in extra["excluded_long"]]
+        included = [name for name in included if f"module:{name}" not in extra["excluded_long"]]
+    if merge_share is not None:
+        extra["merged"] = merge_contained(documents, merge_share)
+        documents = [d for d in documents if d["_id"] not in extra["merged"]]
+        included = [name for name in included if f"module:{name}" not in extra["merged"]]
     facts = {
+        **extra,
         "modules": included,
         "modules_skipped": skipped,
         "truncated": truncated,
@@ -492,6 +547,43 @@ def build_documents(
         "caps": {"topic_chars": topic_cap, "module_chars": module_cap},
     }
     return documents, facts
+
+
+def _paragraphs(text: str) -> list[str]:
+    return [p.strip() for p in text.split("\n\n") if len(p.strip()) > MERGE_MIN_PARAGRAPH]
+
+
+def merge_contained(documents: list[dict[str, str]], share: float) -> dict[str, str]:
+    """Near-duplicates to remove: ``{removed id: id of the kept document that carries its text}``.
+
+    A document is removed when at least ``share`` of its paragraph characters (paragraphs longer
+    than :data:`MERGE_MIN_PARAGRAPH`) appear, as whole paragraphs, in one other document not yet
+    removed. Documents are visited smallest first (ties by id), so the larger page survives and a
+    pair of identical pages keeps one of them; a chain (``a`` in ``b``, ``b`` in ``c``) resolves to
+    the survivor. Deterministic: depends only on the texts.
+    """
+    paragraphs = {d["_id"]: _paragraphs(d["text"]) for d in documents}
+    holders: dict[str, set[str]] = {}
+    for doc_id, found in paragraphs.items():
+        for paragraph in found:
+            holders.setdefault(paragraph, set()).add(doc_id)
+    merged: dict[str, str] = {}
+    for doc in sorted(documents, key=lambda d: (len(d["text"]), d["_id"])):
+        doc_id = doc["_id"]
+        total = sum(len(p) for p in paragraphs[doc_id])
+        shared: dict[str, int] = {}
+        for paragraph in paragraphs[doc_id]:
+            for other in holders[paragraph] - {doc_id} - merged.keys():
+                shared[other] = shared.get(other, 0) + len(paragraph)
+        if total and shared:
+            best = min(shared, key=lambda other: (-shared[other], other))
+            if shared[best] >= share * total:
+                merged[doc_id] = best
+    for doc_id, target in merged.items():
+        while target in merged:
+            target = merged[target]
+        merged[doc_id] = target
+    return dict(sorted(merged.items()))
 
 
 def corpus_bytes(documents: list[dict[str, str]]) -> tuple[bytes, bytes]:
@@ -548,9 +640,15 @@ def psf_copyright(license_text: str) -> str:
     return f"Copyright (c) {span} Python Software Foundation"
 
 
-def notice_text(python_version: str, copyright_line: str) -> str:
+def notice_text(python_version: str, copyright_line: str, edition: str = "v2") -> str:
+    if edition == "v2":  # the committed v2 NOTICE, word for word
+        corpus = "default corpus (data/pydocs/corpus.jsonl.gz)"
+        last = "long documents cut at a section, entry or paragraph boundary"
+    else:
+        corpus = f"corpus, edition {edition} ({EDITIONS[edition].out}),"
+        last = "documents are whole; long documents left out and near-duplicates merged"
     return f"""\
-releval's embedded default corpus (data/pydocs/corpus.jsonl.gz) is derived from the
+releval's embedded {corpus} is derived from the
 documentation of Python {python_version}:
 
   * the language-reference topics in pydoc_data.topics (the text `help()` shows), and
@@ -570,16 +668,25 @@ Summary of changes (clause 3 of the PSF License Agreement), made by releval/pydo
     lines naming paths of the generating machine, the values (not the names) of the DATA
     section, and class blocks documenting members inherited from another class;
   * trailing blanks stripped; runs of blank lines squeezed to one;
-  * long documents cut at a section, entry or paragraph boundary (listed in MANIFEST.json).
+  * {last} (listed in MANIFEST.json).
 """
 
 
-def generate(out: str | os.PathLike, modules: Iterable[str] = MODULES) -> dict[str, Any]:
+def generate(
+    out: str | os.PathLike, modules: Iterable[str] = MODULES, edition: str = DEFAULT_EDITION
+) -> dict[str, Any]:
     """Write the corpus, MANIFEST.json, LICENSE and NOTICE next to ``out``; return the manifest."""
     from releval import io
 
     out = Path(out)
-    documents, facts = build_documents(modules)
+    rules = EDITIONS[edition]
+    documents, facts = build_documents(
+        modules,
+        topic_cap=rules.topic_cap,
+        module_cap=rules.module_cap,
+        max_chars=rules.max_chars,
+        merge_share=rules.merge_share,
+    )
     jsonl, gz = corpus_bytes(documents)
     tokens = count_tokens(documents)
     license_file = stdlib_license()
@@ -615,11 +722,19 @@ def generate(out: str | os.PathLike, modules: Iterable[str] = MODULES) -> dict[s
         "jsonl_bytes": len(jsonl),
         "license": "PSF-2.0 (see LICENSE and NOTICE)",
     }
+    if edition != "v2":  # v2's manifest is committed as it was written: no new keys
+        manifest.update(
+            edition=edition,
+            max_chars=rules.max_chars,
+            excluded_long=facts["excluded_long"],
+            merge_share=rules.merge_share,
+            merged=facts["merged"],
+        )
     license_bytes = (license_file or existing_license).read_bytes()
     io.write_bytes(out, gz)
     io.write_bytes(out.parent / LICENSE_NAME, license_bytes)
     io.write_text(
-        out.parent / NOTICE_NAME, notice_text(version, psf_copyright(license_bytes.decode("utf-8", "replace")))
+        out.parent / NOTICE_NAME, notice_text(version, psf_copyright(license_bytes.decode("utf-8", "replace")), edition)
     )
     io.write_json(out.parent / MANIFEST_NAME, manifest)
     return manifest
@@ -639,17 +754,19 @@ def _in_worker() -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m releval.builders.pydocs", description=__doc__.splitlines()[0])
+    parser.add_argument("--edition", choices=sorted(EDITIONS), default=DEFAULT_EDITION, help="corpus version")
     parser.add_argument(
         "--out",
-        default=paths.PYDOCS_CORPUS,
-        help="the corpus file; MANIFEST.json, LICENSE and NOTICE go next to it",
+        default=None,
+        help="the corpus file (default: the edition's path); MANIFEST.json, LICENSE and NOTICE go next to it",
     )
     args = parser.parse_args(argv)
+    args.out = args.out or EDITIONS[args.edition].out
     if not _in_worker():
         # Render in a child with a pinned environment: set reprs, time zone and locale cannot vary.
-        command = [sys.executable, "-s", "-m", "releval.builders.pydocs", "--out", str(args.out)]
+        command = [sys.executable, "-s", "-m", "releval.builders.pydocs", "--edition", args.edition, "--out", args.out]
         return subprocess.run(command, env=worker_env()).returncode
-    manifest = generate(args.out)
+    manifest = generate(args.out, edition=args.edition)
     tokens = manifest["minilm_tokens"]
     print(
         f"pydocs: {manifest['documents']} documents ({manifest['topics']} topics, "
