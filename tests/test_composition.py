@@ -81,7 +81,7 @@ def test_a_dataset_brings_its_judgments_and_a_group_can_be_added(project):
 @pytest.mark.parametrize(
     ("override", "expected"),
     [
-        ("dataset=pydcs", "unknown dataset option 'pydcs'; did you mean 'pydocs'?"),
+        ("dataset=pydcs", "unknown dataset option 'pydcs'; did you mean 'pydocs' or 'pydocs-v2'?"),
         ("judgments=pydocs-v9", "unknown judgments option 'pydocs-v9'; did you mean"),
         ("grid.models=[minlm]", "unknown model 'minlm'; did you mean 'minilm' or 'minilm_l3'?"),
         ("grid.chunkings=[c265]", "unknown chunking 'c265'; did you mean 'c256'"),

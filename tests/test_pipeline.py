@@ -16,7 +16,14 @@ import yaml
 
 from support.commands import ran_stages, run
 from support.projects import copy_project, output_bytes
-from support.pydocs_mini import DEFAULT_MODELS, MINI_CHUNKINGS, MINI_CONFIGS, make_pydocs_project, mini_queries
+from support.pydocs_mini import (
+    DEFAULT_MODELS,
+    MINI_CHUNKINGS,
+    MINI_CONFIGS,
+    MINI_DATASET,
+    make_pydocs_project,
+    mini_queries,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -31,7 +38,7 @@ CHECKS = {"params"}
 
 def compose(project: Path, *change: str) -> None:
     """params.yaml as the fixture composed it, plus ``change`` (earlier recorded changes forgotten)."""
-    run(["releval", "params", "--reset", MINI_CHUNKINGS, *change], project)
+    run(["releval", "params", "--reset", MINI_DATASET, MINI_CHUNKINGS, *change], project)
 
 
 def repro(project: Path, *args: str) -> tuple[set[str], str]:

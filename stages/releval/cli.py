@@ -20,7 +20,7 @@ COMMANDS = {
     "params": "compose params.yaml from conf/ (Hydra), the step `dvc repro` does not do",
     "score": "score a run against qrels with an explicit metric contract",
     "validate": "check queries, judgments or a dataset directory; print every problem",
-    "pool": "write the unjudged top-k pool of chosen configurations for annotators",
+    "pool": "write the unjudged top-k pool of chosen configurations, or the whole grid's judging debt (--missing)",
     "agreement": "weighted Cohen's kappa between two annotators",
     "compare": "paired comparison of two configurations with intervals",
     "gate": "regression gate for CI: exit 1 on a significant regression",

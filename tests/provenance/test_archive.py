@@ -19,7 +19,7 @@ import yaml
 from support import ROOT
 from support.commands import ran_stages, run
 from support.projects import make_project
-from support.pydocs_mini import write_pydocs_mini
+from support.pydocs_mini import MINI_DATASET, write_pydocs_mini
 from releval.provenance import archive as ar
 from releval.provenance import revisions
 from releval.judging import judgments as jm
@@ -735,7 +735,7 @@ class Project:
         self.path = path
 
     def compose(self, *extra: str) -> None:
-        run(["releval", "params", *extra], self.path)
+        run(["releval", "params", MINI_DATASET, *extra], self.path)
 
     def history(self) -> pl.DataFrame:
         return pl.read_parquet(self.path / "reports" / "history.parquet")

@@ -27,6 +27,9 @@ MINI_CONFIGS = frozenset(
 )
 MINI_DISTRACTORS = 8  # judged non-relevant documents kept beside the relevant ones
 MINI_CHUNKINGS = "grid.chunkings=[c256,c512]"
+# The mini data is cut from corpus edition v2 and its judgments v1/v2: projects over it compose
+# that dataset (name `pydocs`); the shipped default is edition v3 (conf/dataset/pydocs.yaml).
+MINI_DATASET = "dataset=pydocs-v2"
 ACTIVE_JUDGMENTS = Path("data") / "judgments" / "v2"  # the active judgment set of the default config
 
 
@@ -76,10 +79,10 @@ def write_pydocs_mini(
 
 
 def make_pydocs_project(dest: Path, *overrides: str) -> Path:
-    """A git + DVC project with the shipped configuration over the small pydocs data, composed."""
+    """A git + DVC project with the shipped configuration over the small pydocs data (edition v2), composed."""
     make_project(dest)
     write_pydocs_mini(dest)
-    run(["releval", "params", *overrides], dest)
+    run(["releval", "params", MINI_DATASET, *overrides], dest)
     return dest
 
 
