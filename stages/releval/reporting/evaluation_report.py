@@ -473,9 +473,11 @@ def conclusion_markdown(grid: compare.GridReport | None, configs: Mapping[str, A
     changed = [row for row in grid.rows if row.coverage is not None and row.coverage.winner_differs()]
     if changed:
         lines.append(
-            "- The winner against the baseline differs between the standard value and "
+            f"- Another measure picks the other side than {primary} against `{grid.baseline}` for "
             + ", ".join(f"`{row.config_id}` ({', '.join(row.coverage.winner_differs())})" for row in changed)
-            + f": condensed-list values ({primary}') remove unjudged documents from the ranking (Sakai, SIGIR 2007)."
+            + f". The condensed-list value ({primary}') scores the ranking with unjudged documents removed "
+            "(Sakai, SIGIR 2007); bpref (trec_eval's) ignores unjudged documents and grades: it counts judged "
+            "non-relevant documents ranked above each relevant one."
         )
     return lines
 
