@@ -221,7 +221,7 @@ def _run_missing(args: argparse.Namespace) -> int:
     for cid, count in result.counts.items():
         print(f"  {cid:<{width}}  {count}")
     total = result.pool.height
-    print(f"total: {total} distinct pair{'s' if total != 1 else ''} over {result.pool['query_id'].n_unique()} queries")
+    print(f"total: {total} distinct pair{'s' if total != 1 else ''}, in {result.pool['query_id'].n_unique()} queries")
     if out is not None:
         write_pool(out, result.pool)
         print(
