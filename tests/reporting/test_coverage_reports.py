@@ -147,7 +147,7 @@ def test_grid_md_shows_judged_at_10_and_marks_saturated_values():
     assert row["`novel/c1`"][5] == "0.70" and row["`pooled/c1`"][5] == "1.00"
     assert row["`pooled/c1`"][3] == "1.0000 (sat.)"  # recall@10: saturated
     assert row["`pooled/c1`"][2] == f"{results['pooled/c1']['mean']['recall@5']:.4f}"  # recall@5: not
-    assert "recall@10 reaches at least 20% of the corpus's 40 documents" in text
+    assert "(sat.): saturated (recall@10). A saturated cutoff reaches at least 20% of the corpus's 40 documents" in text
     assert "judged@10 below the contract's 0.9 (metric.coverage.min_judged): `novel/c1` 0.70." in text
     assert "`releval pool --missing`" in text
     # without a saturation block nothing is marked
@@ -267,7 +267,7 @@ def test_report_md_grid_has_judged_at_10_and_saturated_marks(report_md):
     assert rows["`novel/c1`"][5] == "0.70" and rows["`pooled/c1`"][5] == "1.00"
     assert rows["`novel/c1`"][3] == "1.0000 (sat.)" and "(sat.)" not in rows["`novel/c1`"][2]
     grid = report_md.split("## Grid")[1].split("## Against")[0]
-    assert "recall@10 reaches at least 20% of the corpus's 40 documents" in grid
+    assert "(sat.): saturated (recall@10). A saturated cutoff reaches at least 20% of the corpus's 40 documents" in grid
     assert "`novel/c1` 0.70" in grid and "`releval pool --missing`" in grid
 
 
@@ -291,3 +291,15 @@ def test_report_md_verdicts_say_coverage_confounded_with_condensed_values_and_bp
     assert "`novel/c1`" in conclusion and "releval pool --missing" in conclusion
     assert "- Another measure picks the other side than ndcg@10 against `pooled/c1` for `novel/c1` (ndcg@10'" in conclusion
     assert "REGRESSION" not in report_md
+
+
+def test_a_saturated_cutoff_outside_the_table_is_still_named():
+    from releval.reporting.markdown import saturation_note
+
+    block = {"documents": 109, "share": 0.2, "saturated": ["recall@100"]}
+    hidden = saturation_note(block, ["ndcg@10", "recall@20"])
+    assert hidden.startswith("Saturated and not shown here (metrics.json marks it): recall@100.")
+    assert "109 documents" in hidden and "below 21.8" in hidden
+    shown = saturation_note(block, ["ndcg@10", "recall@100"])
+    assert shown.startswith("(sat.): saturated (recall@100).") and "not shown" not in shown
+    assert saturation_note({**block, "saturated": []}, ["recall@100"]) is None

@@ -340,7 +340,7 @@ def report_markdown(
         "",
     ]
     notes = [
-        saturation_note(saturation) if any(m in saturated for m in quality) else None,
+        saturation_note(saturation, quality),
         coverage_note(configs, contract),
     ]
     lines += [line for note in notes if note for line in (note, "")]

@@ -32,18 +32,29 @@ def metric_cell(metric: str, value: Any, saturated: Collection[str] = (), fmt: s
     return f"{cell} {SATURATED}" if metric in saturated and value is not None else cell
 
 
-def saturation_note(saturation: Mapping[str, Any] | None) -> str | None:
-    """The sentence under a table that marks saturated values (metrics.json's ``saturation`` block,
-    :func:`releval.measurement.scoring.saturation`); None when nothing is saturated."""
+def saturation_note(saturation: Mapping[str, Any] | None, shown: Sequence[str] = ()) -> str | None:
+    """The sentence under a table about saturated cutoffs (metrics.json's ``saturation`` block,
+    :func:`releval.measurement.scoring.saturation`): those among the ``shown`` columns carry the
+    mark, the others are named as saturated where they are stored; None when nothing is saturated."""
     if not saturation or not saturation.get("saturated"):
         return None
-    names = ", ".join(saturation["saturated"])
-    return (
-        f"{SATURATED}: saturated. {names} reach{'es' if len(saturation['saturated']) == 1 else ''} at least "
-        f"{saturation['share']:.0%} of the corpus's {saturation['documents']} documents, so almost any system "
-        "finds almost every relevant document there: the value tells systems apart little; a recall cutoff "
+    saturated = list(saturation["saturated"])
+    marked = [m for m in saturated if m in shown]
+    elsewhere = [m for m in saturated if m not in shown]
+    why = (
+        f"at least {saturation['share']:.0%} of the corpus's {saturation['documents']} documents, so almost any "
+        "system finds almost every relevant document there: the value tells systems apart little; a recall cutoff "
         f"below {saturation['share'] * saturation['documents']:g} does."
     )
+    parts = []
+    if marked:
+        parts.append(f"{SATURATED}: saturated ({', '.join(marked)}).")
+    if elsewhere:
+        parts.append(
+            f"Saturated and not shown here (metrics.json marks {'it' if len(elsewhere) == 1 else 'them'}): "
+            f"{', '.join(elsewhere)}."
+        )
+    return " ".join(parts) + f" A saturated cutoff reaches {why}"
 
 
 def coverage_note(means: Mapping[str, Mapping[str, Any]], contract: Mapping[str, Any]) -> str | None:
@@ -107,7 +118,7 @@ def grid_markdown(
             )
         lines.append("| " + " | ".join(cells) + " |")
     notes = [
-        saturation_note(saturation) if any(m in saturated for m in quality) else None,
+        saturation_note(saturation, quality),
         coverage_note({cid: results[cid]["mean"] for cid in order}, contract),
     ]
     lines += [line for note in notes if note for line in ("", note)]
