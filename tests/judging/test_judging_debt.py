@@ -201,6 +201,7 @@ def small(tmp_path, monkeypatch) -> Path:
     contract with judged@2), the query and document tables, runs, a judgment set and metrics.json."""
     root = tmp_path / "small"
     params = {
+        "dataset": {"name": "small", "subset": {"docs": None, "queries": None}},
         "judgments": {"version": "v1", "path": "data/judgments/v1", "format": "releval"},
         "metric": {
             "metrics": ["ndcg@2", "judged@2"],

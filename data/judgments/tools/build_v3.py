@@ -12,8 +12,9 @@ Corpus v3 (data/pydocs/v3) has whole pages, 109 documents; queries data/pydocs/v
    listed as expected for the new queries, less the carried pairs (`releval pool --missing`
    gives the grid part). The pipeline retrieves dev queries only; the holdout queries' runs were
    made in a scratch copy of the project with every query labelled dev, by the retrieval stages
-   alone (no score stage ran: no holdout score was computed or seen), and deleted afterwards. Judged document by document: a judge reads the whole page once and
-   grades every pooled query for it against RUBRIC.md, shown query texts and the page only
+   alone (no score stage ran: no holdout score was computed or seen), and deleted afterwards.
+   Judged document by document: a judge reads the whole page once and grades every pooled query
+   for it against RUBRIC.md, shown query texts and the page only
    (ids sorted, no system, score or rank), with a one-line reason per grade (annotator
    claude-a; first-pass files out_a_*.jsonl).
 3. Double judging: 31 queries (27%, chosen per slice by a hash of the id, half new, half kept)

@@ -194,7 +194,11 @@ def _run_missing(args: argparse.Namespace) -> int:
         else _checked_depth(args.depth)
     )
     grid = section(params, "grid")
-    judgments_cfg = {"path": args.judgments, "format": "releval"} if args.judgments else section(params, "judgments")
+    judgments_cfg = (  # a set's version is its directory's name (judgments.write_version)
+        {"path": args.judgments, "format": "releval", "version": Path(args.judgments).name}
+        if args.judgments
+        else section(params, "judgments")
+    )
 
     def debt() -> Debt:
         return grid_debt(
@@ -207,6 +211,7 @@ def _run_missing(args: argparse.Namespace) -> int:
             ties=contract_from_params(metric_cfg).ties,
             queries_format=args.queries_format,
             corpus_format=args.corpus_format,
+            subset=section(params, "dataset").get("subset") or {},
         )
 
     if threshold is not None:

@@ -30,7 +30,7 @@ from releval.measurement.compare import document_ranks
 from releval.measurement.metrics import parse_metric
 from releval.inputs import trec
 from releval.errors import InputError
-from releval.inputs.corpus import dataset_root_of, find_corpus, find_queries, read_docs, read_judgments
+from releval.inputs.corpus import dataset_root_of, find_corpus, find_queries, read_docs
 from releval.inputs.schemas import Record, raise_all, read_jsonl
 from releval.judging import judgments as jmod
 
@@ -426,17 +426,6 @@ def judged_depth(metric_names: Iterable[str], primary: str | None = None) -> int
     return primary_k if primary_k in ks else ks[0]
 
 
-def judged_pairs(judgments_cfg: Mapping[str, Any]) -> tuple[pl.DataFrame, str]:
-    """(the judged pairs ``query_id, doc_id``, the version's name) of a params ``judgments`` section:
-    a releval judgment set (validated by :func:`releval.judging.judgments.load_version`) or another
-    format :func:`releval.inputs.corpus.read_judgments` reads."""
-    if judgments_cfg.get("format", "releval") == "releval":
-        judgment_set = jmod.load_version(judgments_cfg["path"])
-        return judgment_set.judgments.select("query_id", "doc_id"), judgment_set.version
-    qrels = read_judgments(judgments_cfg["path"], judgments_cfg["format"])
-    return qrels.select("query_id", "doc_id"), str(judgments_cfg.get("version", judgments_cfg["path"]))
-
-
 @dataclass(frozen=True)
 class Debt:
     """The judging debt of a grid against one judgment version."""
@@ -460,14 +449,20 @@ def grid_debt(
     ties: str = "docid-asc",
     queries_format: str = "jsonl",
     corpus_format: str = "jsonl",
+    subset: Mapping[str, Any] | None = None,
 ) -> Debt:
-    """:func:`judging_debt` of every configuration of ``grid`` at ``depth`` against ``judgments_cfg``,
-    its pairs as a pool table (:func:`build_pool`: ids the query table or corpus lack are errors)."""
+    """:func:`judging_debt` of every configuration of ``grid`` at ``depth`` against ``judgments_cfg``
+    (a params ``judgments`` section, read and checked against the corpus and queries as the
+    judgments stage reads it: :func:`releval.judging.judgments.active_judgments`; ``subset`` is the
+    dataset's), its pairs as a pool table (:func:`build_pool`: ids the query table or corpus lack
+    are errors)."""
     tops = grid_tops(grid, runs_root, depth, ties)
-    judged, version = judged_pairs(judgments_cfg)
-    counts, pairs = judging_debt(tops, judged)
     query_texts = read_query_texts(queries, queries_format)
-    table, _ = build_pool([pairs], query_texts, read_docs(corpus, corpus_format))
+    docs = read_docs(corpus, corpus_format)
+    judged = jmod.active_judgments(judgments_cfg, subset or {}, docs, query_texts["query_id"]).qrels
+    counts, pairs = judging_debt(tops, judged)
+    version = str(judgments_cfg["version"])
+    table, _ = build_pool([pairs], query_texts, docs)
     retrieved = {q for top in tops.values() for q in top["query_id"].to_list()}
     return Debt(counts, table, depth, version, query_texts.height, len(retrieved))
 
