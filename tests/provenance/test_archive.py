@@ -768,7 +768,8 @@ def test_archive_and_rescore_in_a_real_dvc_project(tmp_path):
     one_model_conf(proj.path)
     c0 = proj.commit("code")
 
-    # 1. The first repro archives every run, recorded against HEAD (params.yaml not committed yet: dirty).
+    # 1. The first repro archives every run, recorded against HEAD (params.yaml and the recorded
+    #    dataset override not committed yet: dirty).
     proj.compose()
     first = proj.repro()
     assert {"archive", "rescore", "score"} <= first
@@ -776,7 +777,7 @@ def test_archive_and_rescore_in_a_real_dvc_project(tmp_path):
     configs = {"minilm/c256", "bm25/c256", "rrf(minilm,bm25)/c256"}
     assert set(index["config_id"]) == configs and index.height == 3
     assert set(index["commit"]) == {c0} and index["dirty"].all()
-    assert set(index["dirty_paths"].explode()) == {"params.yaml"}
+    assert set(index["dirty_paths"].explode()) == {"conf/overrides/recorded.yaml", "params.yaml"}
     assert set(index["source"]) == {"workspace"} and set(index["dataset"]) == {"pydocs"}
     stages = dict(zip(index["config_id"], index["stage"]))
     assert stages == {
