@@ -35,7 +35,7 @@ def main() -> None:
         stats.update({"searched_exactly": True, "index_bytes": int(vectors.nbytes), "build_s": 0.0})
     else:
         start = time.perf_counter()
-        index = build_index(vectors, config)
+        index = build_index(vectors, config, desc=f"index {args.model}/{args.chunking}")
         stats["searched_exactly"] = False
         stats["build_s"] = round(time.perf_counter() - start, 3)
         with io.atomic_path(out / "index.usearch") as tmp:

@@ -47,6 +47,7 @@ def main() -> None:
         Path(args.models_dir),
         Path(args.emb_root),
         base_meta["chunking"],
+        desc=f"rerank {args.name}",
     )
     reranked = rerank_top_n(base, new_scores.table, top_n)
     meta = reranked_meta(base_meta, reranker_name, cfg, pairs.height, new_scores.seconds, models, queries.height)

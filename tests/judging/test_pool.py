@@ -6,6 +6,7 @@ import csv
 import gzip
 import hashlib
 import json
+import re
 from pathlib import Path
 
 import polars as pl
@@ -75,7 +76,8 @@ def read_csv(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(fh))
 
 
-def test_pool_is_the_union_of_top_k_less_judged_sorted_blind(dataset, tmp_path, capsys):
+def test_pool_is_the_union_of_top_k_less_judged_sorted_blind(dataset, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("RELEVAL_PROGRESS", "line")
     out = tmp_path / "pool.csv"
     code = pool(
         "--runs",
@@ -109,7 +111,9 @@ def test_pool_is_the_union_of_top_k_less_judged_sorted_blind(dataset, tmp_path, 
     assert rows[0]["query"] == "first question" and rows[1]["title"] == "Beta"
     assert rows[1]["snippet"] == "beta text here"
     assert len(rows[0]["snippet"]) <= 302 and rows[0]["snippet"].endswith(" …")
-    assert "1 already judged left out" in capsys.readouterr().out
+    printed = capsys.readouterr()
+    assert "1 already judged left out" in printed.out
+    assert re.fullmatch(r"pool: 2 runs in \d+\.\d s( \(.* runs/s\))?\n", printed.err)  # the runs' progress
     text = out.read_text()
     assert "score" not in text and "rank" not in text and "0.9" not in text  # nothing about the systems
     assert len(text.splitlines()) == 7  # one physical line per row: line numbers are row numbers

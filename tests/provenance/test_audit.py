@@ -8,6 +8,7 @@ one input at a time in a private copy.
 
 import gzip
 import json
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -181,7 +182,8 @@ def test_lineage_walks_dvc_lock_upstream_from_the_run(tmp_path):
         assert expected in text, expected
 
 
-def test_an_untouched_number_is_recomputed_bit_for_bit(tmp_path):
+def test_an_untouched_number_is_recomputed_bit_for_bit(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("RELEVAL_PROGRESS", "line")
     root = tiny_repo(tmp_path)
     for metric in ("ndcg@10", "recall@100", "mrr@10", "map"):
         lineage = audit.assemble(root, audit.MetricRef("m/c1", metric))
@@ -189,7 +191,9 @@ def test_an_untouched_number_is_recomputed_bit_for_bit(tmp_path):
         assert verification.ok, audit.render_verification(verification)
         assert verification.links[0].check == "recompute" and "bit-for-bit" in verification.links[0].detail
     assert len(audit.verify_numbers(root)) == 4
+    capsys.readouterr()
     every = audit.verify_all(root, status=CLEAN)
+    assert re.fullmatch(r"audit --all: 1 configurations in \d+\.\d s( \(.*\))?\n", capsys.readouterr().err)
     assert all(link.status == "ok" for link in every) and every[-1].check == "dvc.lock"
     # Without DVC's status (this folder is no DVC repository) nothing in dvc.lock is verified: broken.
     unchecked = audit.verify_all(root)

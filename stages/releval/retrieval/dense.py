@@ -10,6 +10,7 @@ import numpy as np
 
 from releval.config import build
 from releval.errors import InputError
+from releval.progress import Progress, tracker
 from releval.retrieval import runs
 
 
@@ -54,7 +55,12 @@ class IndexConfig:
         return build(cls, data, where="retriever.index")
 
 
-def build_index(vectors: np.ndarray, config: IndexConfig):
+def build_index(vectors: np.ndarray, config: IndexConfig, desc: str | None = None):
+    """The HNSW graph of ``vectors`` (key: row position); with ``desc``, its progress as vectors are added.
+
+    The vectors go in as one call, in row order: usearch's progress callback only reports, and the
+    graph (so the saved bytes) is the one built without it (measured).
+    """
     from usearch.index import Index
 
     index = Index(
@@ -65,8 +71,22 @@ def build_index(vectors: np.ndarray, config: IndexConfig):
         expansion_add=config.expansion_add,
         expansion_search=config.expansion_search,
     )
-    index.add(np.arange(len(vectors), dtype=np.uint64), vectors, threads=config.build_threads)
+    with tracker(desc, len(vectors), "vectors") as bar:
+        keys = np.arange(len(vectors), dtype=np.uint64)
+        index.add(keys, vectors, threads=config.build_threads, progress=_usearch_callback(bar))
     return index
+
+
+def _usearch_callback(bar: Progress):
+    """usearch's progress callback (vectors added so far, total) -> keep going, advancing ``bar``."""
+
+    def report(added, total):
+        bar.update(max(added - bar.done, 0))  # usearch reports a running count, from any of its threads
+        return True
+
+    # usearch checks the annotations are the types int, int -> bool; this module's would be strings.
+    report.__annotations__ = {"added": int, "total": int, "return": bool}
+    return report
 
 
 def restore_index(path: str, config: IndexConfig):
@@ -95,6 +115,9 @@ def search(
     distances = np.asarray(matches.distances).reshape(len(queries), -1)
     # One query gives a Matches (no counts; only real hits), a batch gives BatchMatches.
     counts = np.asarray(matches.counts if hasattr(matches, "counts") else [keys.shape[1]]).reshape(-1)
+    # k columns always, so that the results of blocks of queries (one query included) stack.
+    keys = np.pad(keys, ((0, 0), (0, k - keys.shape[1])))
+    distances = np.pad(distances, ((0, 0), (0, k - distances.shape[1])))
     filled = np.arange(keys.shape[1])[None, :] < counts[:, None]
     keys = np.where(filled, keys, -1)
     # Slots past a query's count hold whatever usearch left there (NaN, garbage): never computed on.

@@ -23,6 +23,7 @@ import polars as pl
 
 from releval.config import section
 from releval.errors import InputError
+from releval.progress import tracker
 from releval.retrieval import runs
 from releval.retrieval.chunking import titles_term
 from releval.retrieval.encoders import load_encoder, pair_scores, read_vectors
@@ -75,13 +76,15 @@ def rescore_pairs(
     models_dir: Path,
     emb_root: Path,
     chunking: str,
+    desc: str | None = None,
 ) -> tuple[Rescored, dict[str, Any]]:
-    """New scores for ``pairs`` from the reranker ``cfg`` (rerankers.<reranker_name>), and the models it used."""
+    """New scores for ``pairs`` from the reranker ``cfg`` (rerankers.<reranker_name>), and the models it
+    used; with ``desc``, the pairs' progress (see :mod:`releval.progress`)."""
     if cfg["kind"] == "biencoder":
         emb_dir = emb_root / cfg["model"] / chunking
-        return biencoder_scores(params, cfg, pairs, queries, chunks, models_dir, emb_dir)
+        return biencoder_scores(params, cfg, pairs, queries, chunks, models_dir, emb_dir, desc)
     if cfg["kind"] == "crossencoder":
-        return crossencoder_scores(cfg, pairs, queries, chunks, titles_term(params))
+        return crossencoder_scores(cfg, pairs, queries, chunks, titles_term(params), desc)
     raise InputError(
         f"unknown reranker kind {cfg['kind']!r}; expected biencoder or crossencoder",
         file="params.yaml",
@@ -136,14 +139,42 @@ def biencoder_scores(
     chunks: pl.DataFrame,
     models_dir: Path,
     emb_dir: Path,
+    desc: str | None = None,
 ) -> tuple[Rescored, dict[str, Any]]:
     """Each pair's dot product under the model ``cfg["model"]`` (its own protocol); chunk vectors
-    come from the encode stage (``emb_dir``) when it used the same weights and protocol."""
+    come from the encode stage (``emb_dir``) when it used the same weights and protocol.
+
+    The time goes into encoding the chunks and queries, each in one call (as the encode stage
+    batches them): the pairs are counted done at the end."""
     name = cfg["model"]
     config = ModelConfig.from_params(name, section(params, f"models.{name}"))
     protocol = config.chunk_protocol(titles_term(params))
     manifest = read_manifest(models_dir / name)
     encoder = load_encoder(manifest, config)
+    with tracker(desc, pairs.height, "pairs") as bar:
+        scored, seconds = _biencoder_pair_scores(encoder, config, protocol, manifest, pairs, queries, chunks, emb_dir)
+        bar.update(scored.height)
+    models = {
+        name: {
+            "revision": manifest["revision"],
+            "weights_sha256": manifest["weights_sha256"],
+            "protocol": protocol,
+        }
+    }
+    return Rescored(scored, seconds), models
+
+
+def _biencoder_pair_scores(
+    encoder,
+    config: ModelConfig,
+    protocol: Mapping[str, Any],
+    manifest: Mapping[str, Any],
+    pairs: pl.DataFrame,
+    queries: pl.DataFrame,
+    chunks: pl.DataFrame,
+    emb_dir: Path,
+) -> tuple[pl.DataFrame, float]:
+    """``query_id, chunk_id, score`` of each pair, and the seconds it took (the model is loaded)."""
     start = time.perf_counter()
     table = _texts(pairs, queries, chunks)
     reusable = reusable_embeddings(emb_dir, protocol, manifest, chunks, config.family)
@@ -159,15 +190,8 @@ def biencoder_scores(
     qi = np.array([query_row[q] for q in table["query_id"].to_list()])
     ci = np.array([chunk_row[c] for c in table["chunk_id"].to_list()])
     scores = pair_scores(query_vectors, chunk_vectors, qi, ci)
-    models = {
-        name: {
-            "revision": manifest["revision"],
-            "weights_sha256": manifest["weights_sha256"],
-            "protocol": protocol,
-        }
-    }
     scored = table.select("query_id", "chunk_id").with_columns(pl.Series("score", scores))
-    return Rescored(scored, time.perf_counter() - start), models
+    return scored, time.perf_counter() - start
 
 
 def reusable_embeddings(
@@ -189,9 +213,17 @@ def reusable_embeddings(
 
 
 def crossencoder_scores(
-    cfg: Mapping[str, Any], pairs: pl.DataFrame, queries: pl.DataFrame, chunks: pl.DataFrame, titles: str
+    cfg: Mapping[str, Any],
+    pairs: pl.DataFrame,
+    queries: pl.DataFrame,
+    chunks: pl.DataFrame,
+    titles: str,
+    desc: str | None = None,
 ) -> tuple[Rescored, dict[str, Any]]:
-    """Each pair scored by the CrossEncoder in the folder ``cfg["model"]`` names (first logit)."""
+    """Each pair scored by the CrossEncoder in the folder ``cfg["model"]`` names (first logit).
+
+    Progress is counted per batch by a hook on the model's forward pass, so the pairs are batched
+    by ``predict`` alone (it sorts them all by length first): the same batches, the same scores."""
     from sentence_transformers import CrossEncoder
 
     folder = resolve_folder(cfg["model"])
@@ -204,12 +236,17 @@ def crossencoder_scores(
     )
     start = time.perf_counter()
     table = _texts(pairs, queries, chunks)
-    scores = model.predict(
-        list(zip(table["query_text"].to_list(), table["chunk_text"].to_list())),
-        batch_size=int(cfg["batch_size"]),
-        show_progress_bar=False,
-        convert_to_numpy=True,
-    )
+    with tracker(desc, len(table), "pairs") as bar:
+        hook = model.register_forward_hook(lambda _model, _inputs, output: bar.update(len(output["scores"])))
+        try:
+            scores = model.predict(
+                list(zip(table["query_text"].to_list(), table["chunk_text"].to_list())),
+                batch_size=int(cfg["batch_size"]),
+                show_progress_bar=False,
+                convert_to_numpy=True,
+            )
+        finally:
+            hook.remove()
     scores = np.asarray(scores, dtype=np.float64).reshape(len(table), -1)[:, 0]
     models = {
         cfg["model"]: {
