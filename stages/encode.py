@@ -10,7 +10,6 @@ tokens are lost.
 """
 
 import argparse
-import time
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +18,9 @@ import polars as pl
 from releval import io, paths
 from releval.config import load_params, section
 from releval.retrieval.chunking import titles_term
-from releval.retrieval.encoders import load_encoder, vector_stats, write_vectors
+from releval.retrieval import store
+from releval.retrieval.encoders import load_encoder, truncation_from_lengths, vector_stats, write_vectors
+from releval.retrieval.executors import Executor
 from releval.retrieval.models import ModelConfig, read_manifest
 from releval.stage import entry, warn
 
@@ -31,6 +32,7 @@ def main() -> None:
     parser.add_argument("--chunks-dir", default=paths.CHUNKS)
     parser.add_argument("--models-dir", default=paths.MODELS)
     parser.add_argument("--out-root", default=paths.EMBEDDINGS)
+    parser.add_argument("--store", default=paths.EMBEDDING_STORE, help="the embedding store (see releval store)")
     parser.add_argument(
         "--warn-truncation",
         type=float,
@@ -44,11 +46,22 @@ def main() -> None:
     manifest = read_manifest(Path(args.models_dir) / args.model)
     chunks = pl.read_parquet(Path(args.chunks_dir) / f"{args.chunking}.parquet", columns=["chunk_id", "text"])
     texts = chunks["text"].to_list()
-    encoder = load_encoder(manifest, config)
-    cut = encoder.truncation(texts)
-    start = time.perf_counter()
-    vectors = encoder.encode(texts, role="document")
-    seconds = time.perf_counter() - start
+    executor = Executor.from_params(params.get("encode") or {})
+    placed = executor.placed(config)
+    cell = store.EmbeddingStore(args.store, store.namespace_terms(manifest, placed, "document"), config.family)
+    assembled, module_protocol = store.encode_through_store(
+        texts,
+        cell,
+        lambda: load_encoder(manifest, config),
+        "document",
+        f"encode {args.model}/{args.chunking}",
+        compute=executor.compute(manifest, config, "document"),
+    )
+    cut = truncation_from_lengths(config, assembled.lengths)
+    throughput = store.throughput(cell, assembled)
+    cell_name = f"{args.model}/{args.chunking}"
+    ref = store.write_ref(args.store, cell, store.text_keys(texts), cell_name, store.head_commit())
+    vectors = assembled.vectors
     stats = {
         "model": args.model,
         "chunking": args.chunking,
@@ -56,17 +69,23 @@ def main() -> None:
         "model_revision": manifest["revision"],
         "weights_sha256": manifest["weights_sha256"],
         "protocol": config.chunk_protocol(titles),
-        "encoder": encoder.module_protocol(),
+        "encoder": module_protocol,
         "chunks": len(texts),
         **vector_stats(vectors),
-        "wall_s": round(seconds, 3),
-        "chunks_per_s": round(len(texts) / seconds, 2) if seconds else None,
-        "tokens_per_s": round(cut.seen_tokens / seconds, 1) if seconds else None,
+        "wall_s": round(assembled.encode_s, 3),
+        **throughput,
         "truncated_chunks": cut.truncated,
         "truncation_rate": round(cut.rate, 6),
         "truncated_token_share": round(cut.lost_share, 6),
         "token_length_p95": float(np.percentile(cut.lengths, 95)) if len(cut.lengths) else 0.0,
-        "devices": list(config.devices),
+        "devices": list(placed.devices),
+        "executor": executor.describe(),
+        "store": {
+            "namespace": cell.id,
+            "ref": ref.stem,
+            "encoded_chunks": assembled.computed,
+            "reused_chunks": assembled.reused,
+        },
     }
     message = cut.warning(args.model, args.chunking, args.warn_truncation)
     if message:
@@ -75,8 +94,9 @@ def main() -> None:
     write_vectors(out, vectors)
     io.write_json(out / "encode.json", stats)
     print(
-        f"encode {args.model}/{args.chunking} ({config.family}): {len(texts)} chunks, {stats['chunks_per_s']} "
-        f"chunks/s, truncated {cut.rate:.1%} of chunks, {cut.lost_share:.1%} of tokens"
+        f"encode {args.model}/{args.chunking} ({config.family}): {len(texts)} chunks, {assembled.computed} encoded "
+        f"now, {assembled.reused} from the store; {stats['chunks_per_s']} chunks/s, "
+        f"truncated {cut.rate:.1%} of chunks, {cut.lost_share:.1%} of tokens"
     )
 
 

@@ -7,15 +7,17 @@ latency (one query encoded and searched at a time, as a live system would).
 
 import argparse
 import json
+from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 
-from releval import paths
+from releval import paths, progress
 from releval.measurement import holdout
-from releval.retrieval import runs
+from releval.retrieval import runs, store
 from releval.config import load_params, section
-from releval.retrieval.dense import IndexConfig, model_run_meta, recall_against_exact
+from releval.retrieval.dense import EXACT_BATCH, IndexConfig, model_run_meta, recall_against_exact
 from releval.retrieval.encoders import load_encoder, open_index, query_vector_figures, read_vectors, search_cell
 from releval.retrieval.models import ModelConfig, read_manifest
 from releval.stage import entry, warn
@@ -31,6 +33,7 @@ def main() -> None:
     parser.add_argument("--emb-root", default=paths.EMBEDDINGS)
     parser.add_argument("--index-root", default=paths.INDEXES)
     parser.add_argument("--out-root", default=paths.DENSE_RUNS)
+    parser.add_argument("--store", default=paths.EMBEDDING_STORE, help="the embedding store (see releval store)")
     holdout.add_split_argument(parser)
     args = parser.parse_args()
     params = load_params()
@@ -45,19 +48,30 @@ def main() -> None:
     index_stats = json.loads((index_dir / "index.json").read_text())
     vectors = read_vectors(emb_dir, config.family)
     index = open_index(vectors, index_stats, index_dir, index_config)
-    encoder = load_encoder(read_manifest(Path(args.models_dir) / args.model), config)
+    manifest = read_manifest(Path(args.models_dir) / args.model)
+    encoder = load_encoder(manifest, config)  # loaded in any case: latency is measured per query
 
-    query_vectors = encoder.encode(queries["text"].to_list(), role="query")
-    positions, scores = search_cell(vectors, query_vectors, int(dense["top_k"]), index, index_config)
-    recall_k = int(dense["recall_k"])
-    exact_positions, _ = search_cell(vectors, query_vectors, recall_k, index, index_config, exact=True)
+    cell = f"{args.model}/{args.chunking} queries"
+    query_store = store.EmbeddingStore(args.store, store.namespace_terms(manifest, config, "query"), config.family)
+    texts = queries["text"].to_list()
+    assembled, _ = store.encode_through_store(texts, query_store, lambda: encoder, "query", f"encode {cell}")
+    store.write_ref(args.store, query_store, store.text_keys(texts), cell, store.head_commit())
+    query_vectors = assembled.vectors
+    top_k, recall_k = int(dense["top_k"]), int(dense["recall_k"])
+    (positions, scores), (exact_positions, _) = search_in_blocks(
+        lambda rows: (
+            search_cell(vectors, query_vectors[rows], top_k, index, index_config),
+            search_cell(vectors, query_vectors[rows], recall_k, index, index_config, exact=True),
+        ),
+        queries.height,
+        f"retrieve {args.model}/{args.chunking}",
+    )
     ann_recall = recall_against_exact(positions[:, :recall_k], exact_positions)
     if ann_recall < 0.95:
         warn(
             f"{args.model}/{args.chunking}: ANN recall@{recall_k} against exact search is {ann_recall:.3f}; "
             "raise retriever.index.expansion_search or use exact search"
         )
-    top_k = int(dense["top_k"])
     latencies = runs.per_query_latency(
         lambda text: search_cell(vectors, encoder.encode([text], role="query"), top_k, index, index_config),
         queries["text"].to_list(),
@@ -79,6 +93,23 @@ def main() -> None:
         f"retrieve {meta['config_id']}: {queries.height} queries, ANN recall@{recall_k} {ann_recall:.3f}, "
         f"p50 {latencies['latency_ms_p50']:.1f} ms"
     )
+
+
+# Queries searched per call, with the progress shown between calls. A multiple of the exact
+# search's batch, so that it multiplies the same query batches as one call would (same floats);
+# HNSW and sparse searches treat each query on its own.
+QUERY_BLOCK = EXACT_BATCH
+
+Searches = tuple[tuple[np.ndarray, np.ndarray], ...]  # (positions, scores) of each search of a block
+
+
+def search_in_blocks(search: Callable[[slice], Searches], n_queries: int, desc: str) -> Searches:
+    """``search(rows)`` (the top-k and the exact top-recall_k of those queries) for all the queries,
+    a block at a time, with their progress."""
+    found = [search(rows) for rows in progress.blocks(n_queries, QUERY_BLOCK, desc, "queries")]
+    if not found:  # no queries: the searches' own empty results, of the right widths
+        return search(slice(0, 0))
+    return tuple(tuple(np.concatenate(arrays) for arrays in zip(*parts)) for parts in zip(*found))
 
 
 if __name__ == "__main__":

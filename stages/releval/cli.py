@@ -27,6 +27,7 @@ COMMANDS = {
     "power": "queries needed for a paired test; smallest resolvable difference",
     "audit": "trace a reported number to its inputs and verify every link",
     "archive": "keep every run by content hash; bring back runs of earlier commits (--from-rev, --from-exp)",
+    "store": "the embedding store: size per model and role; --gc drops vectors nothing references",
     "holdout": "open the sealed holdout: logged first, then retrieved and scored into reports/holdout",
 }
 

@@ -24,6 +24,8 @@ QRELS = f"{WORK}/qrels.parquet"
 JUDGMENTS_META = f"{WORK}/judgments.json"
 CHUNKS = f"{WORK}/chunks"
 EMBEDDINGS = f"{WORK}/emb"
+# Vectors kept across runs, keyed by model, protocol and text (releval.retrieval.store); not a DVC output.
+EMBEDDING_STORE = f"{DATA}/store/embeddings"
 INDEXES = f"{WORK}/index"
 TREC = f"{WORK}/trec"
 RUNS = f"{WORK}/runs"

@@ -18,7 +18,7 @@ from typing import Callable, Iterator
 from releval.errors import InputError
 
 # Libraries whose logging warnings (advice, deprecations, progress notes) are not for users.
-QUIET_LOGGERS = ("transformers", "sentence_transformers", "huggingface_hub", "torch", "filelock", "urllib3")
+QUIET_LOGGERS = ("transformers", "sentence_transformers", "huggingface_hub", "torch", "filelock", "urllib3", "ray")
 
 
 class RelevalWarning(UserWarning):

@@ -11,8 +11,9 @@ family decides only *how* texts become vectors and how those vectors are stored 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,7 @@ class Encoder:
     config: ModelConfig
     manifest: dict[str, Any]
     model: Any
+    pool: Any = None  # several devices: sentence-transformers' process pool, while device_pool() is open
 
     @property
     def family(self) -> str:
@@ -58,7 +60,28 @@ class Encoder:
             from releval.retrieval.static import encode_static
 
             return encode_static(self.model, texts, self.config, role)
-        return encode(self.model, texts, self.config, role)
+        return encode(self.model, texts, self.config, role, pool=self.pool)
+
+    @contextlib.contextmanager
+    def device_pool(self) -> Iterator["Encoder"]:
+        """Several devices (dense models): one process pool for every encode call inside."""
+        if len(self.config.devices) < 2 or self.family != "dense" or self.pool is not None:
+            yield self
+            return
+        self.pool = self.model.start_multi_process_pool(list(self.config.devices))
+        try:
+            yield self
+        finally:
+            self.model.stop_multi_process_pool(self.pool)
+            self.pool = None
+
+    def seen_lengths(self, texts: Sequence[str], role: str) -> tuple[np.ndarray, np.ndarray]:
+        """Each text's token count as tokenised (prompt and special tokens included), and as the
+        model sees it once max_seq_length cuts it (static models never cut)."""
+        lengths = self.token_lengths(texts, role)
+        if self.family == "static":
+            return lengths, lengths
+        return lengths, np.minimum(lengths, self.config.max_seq_length)
 
     def token_lengths(self, texts: Sequence[str], role: str) -> np.ndarray:
         """Each text's token count as the model tokenizes it (prompt and special tokens included)."""
@@ -126,6 +149,15 @@ def load_encoder(manifest: dict[str, Any], config: ModelConfig) -> Encoder:
     else:
         model = load_sentence_transformer(manifest, config)
     return Encoder(config, manifest, model)
+
+
+def truncation_from_lengths(config: ModelConfig, lengths: np.ndarray) -> Truncation:
+    """How max_seq_length cuts texts of these token counts (static models never cut)."""
+    if config.family == "static":
+        from releval.retrieval.static import NO_TRUNCATION
+
+        return Truncation(lengths, NO_TRUNCATION)
+    return Truncation(lengths, config.max_seq_length)
 
 
 def write_vectors(folder: str | Path, vectors) -> None:

@@ -262,6 +262,7 @@ def load_sentence_transformer(manifest: dict[str, Any], config: ModelConfig):
     transformers.utils.logging.disable_progress_bar()
 
     folder = model_folder(manifest)
+    check_devices(config)
     model = SentenceTransformer(
         str(folder),
         device=config.devices[0] if len(config.devices) == 1 else "cpu",
@@ -272,6 +273,25 @@ def load_sentence_transformer(manifest: dict[str, Any], config: ModelConfig):
     if config.dtype != "float32":
         model = model.to(getattr(torch, config.dtype))
     return model
+
+
+def check_devices(config: ModelConfig) -> None:
+    """A CUDA device that this machine does not have is an error naming the field, not a deep torch error."""
+    wanted = [d for d in config.devices if str(d).startswith("cuda")]
+    if not wanted:
+        return
+    import torch
+
+    visible = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    for device in wanted:
+        index = int(device.partition(":")[2] or 0)
+        if index >= visible:
+            raise InputError(
+                f"device {device!r} requested but this machine has {visible} CUDA device(s) visible to torch "
+                f"{torch.__version__} (a CPU-only build, or CUDA_VISIBLE_DEVICES); use devices: [cpu]",
+                file="params.yaml",
+                field=f"models.{config.name}.devices",
+            )
 
 
 def token_lengths(model, texts: Sequence[str], prompt: str) -> np.ndarray:
@@ -343,8 +363,11 @@ def truncation(model, texts: Sequence[str], config: ModelConfig, role: str = "do
     return Truncation(token_lengths(model, texts, prompt), config.max_seq_length)
 
 
-def encode(model, texts: Sequence[str], config: ModelConfig, role: str) -> np.ndarray:
-    """Encode under the declared protocol: the role's prompt, normalisation and batch size."""
+def encode(model, texts: Sequence[str], config: ModelConfig, role: str, pool=None) -> np.ndarray:
+    """Encode under the declared protocol: the role's prompt, normalisation and batch size.
+
+    Several devices: ``pool`` is a multi-process pool kept open across calls (see
+    ``Encoder.device_pool``); without one, a pool is started and stopped for this call."""
     prompt = config.query_prompt if role == "query" else config.document_prompt
     # "" is passed as such: None would let a folder's default_prompt_name add a prompt nobody declared.
     kwargs = dict(
@@ -354,7 +377,9 @@ def encode(model, texts: Sequence[str], config: ModelConfig, role: str) -> np.nd
         convert_to_numpy=True,
         show_progress_bar=False,
     )
-    if len(config.devices) > 1:
+    if pool is not None:
+        vectors = model.encode(list(texts), pool=pool, **kwargs)
+    elif len(config.devices) > 1:
         pool = model.start_multi_process_pool(list(config.devices))
         try:
             vectors = model.encode(list(texts), pool=pool, **kwargs)

@@ -1,0 +1,473 @@
+"""A content-addressed embedding store: a text is encoded once per model, protocol and device.
+
+A corpus edited weekly changes a few documents, yet DVC reruns a stage when any byte of its
+input changes. The store makes that rerun cheap: every vector is kept under
+
+    (namespace, sha256 of the exact text the model sees)
+
+where the namespace fixes everything else that decides the vector (:func:`namespace_terms`: the
+model weights and revision, the family, the role and its prompt, normalisation, max_seq_length,
+dtype, device type). An encode stage looks its texts up, computes only the missing ones,
+adds them as one shard, and assembles its matrix from the store.
+
+**Why the outputs stay byte-identical to a cold run.** A transformer's vector for a text is not a
+function of the text alone: it depends, in the last bits, on the padded length of the batch the
+text was encoded in, and for short texts on the number of rows in the batch (the matrix shapes
+change the kernels' summation order; measured on all-MiniLM-L6-v2: 12 of 20 texts encoded alone
+differ in the last bits from the same texts in padded batches; 20 of 240 short texts differ
+between a batch of 1 and a batch of 7 of one length). A text re-encoded next to different
+neighbours would get different bits. Missing texts are therefore encoded in *fixed-shape
+batches* (:func:`encode_exact_length`): only texts of the same token length share a batch, so
+nothing is padded, and every batch has the same number of rows (a partial batch is filled with
+repeats), so each vector depends on its text only. A cold run and an incremental run compute
+every vector the same way and assemble the same matrix.
+
+**Where it lives, and why not in DVC.** ``data/store/embeddings/`` (git-ignored), beside the DVC
+cache, not a DVC output: one store serves every encode cell of a model (DVC outputs cannot
+overlap between stages), and nothing downstream reads it, only the cells' own outputs, which DVC
+tracks as before. Deleting the store costs one cold encode, never a wrong number. Layout::
+
+    <namespace id>/namespace.json         the terms the id hashes, and the module protocol
+    <namespace id>/shards/<shard id>/     keys.npy (n x 32 sha256 bytes), lengths.npy (token
+                                          counts as the model tokenises, prompt included),
+                                          the vectors (embeddings.npy, or sparse CSR arrays)
+    refs/<ref id>.json                    one per encode: namespace, keys file, cell, commit
+
+A shard is written to a temporary folder and renamed into place, so a killed encode leaves no
+partial shard. ``releval store`` reports the size; ``releval store gc`` drops vectors that no
+current cell and no archived commit references (:func:`collect_garbage`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from releval import io
+from releval.errors import InputError
+
+FORMAT = 1
+KEYS_FILE = "keys.npy"
+LENGTHS_FILE = "lengths.npy"
+NAMESPACE_FILE = "namespace.json"
+SHARDS = "shards"
+REFS = "refs"
+KEY_BYTES = 32
+# On CPUs, batches of texts shorter than this many tokens are filled to a fixed row count.
+FILL_BELOW_CPU = 64
+
+
+def text_keys(texts: Sequence[str]) -> np.ndarray:
+    """``(n, 32)`` uint8: the sha256 of each text's UTF-8 bytes."""
+    keys = np.empty((len(texts), KEY_BYTES), dtype=np.uint8)
+    for row, text in enumerate(texts):
+        keys[row] = np.frombuffer(hashlib.sha256(text.encode("utf-8")).digest(), dtype=np.uint8)
+    return keys
+
+
+def namespace_terms(manifest: dict[str, Any], config, role: str) -> dict[str, Any]:
+    """Everything besides the text that decides a vector (``config``: a ModelConfig)."""
+    return {
+        "format": FORMAT,
+        "model": config.name,
+        "weights_sha256": manifest["weights_sha256"],
+        "revision": manifest.get("revision"),
+        "role": role,
+        "prompt": config.query_prompt if role == "query" else config.document_prompt,
+        **{k: v for k, v in config.protocol().items() if k not in ("query_prompt", "document_prompt")},
+        "device_type": str(config.devices[0]).split(":")[0],
+        "batching": batch_plan(config).describe(),
+    }
+
+
+def namespace_id(terms: dict[str, Any]) -> str:
+    canonical = json.dumps(terms, sort_keys=True, separators=(",", ":")).encode("utf-8")
+    return f"{terms['model']}-{terms['role']}-{hashlib.sha256(canonical).hexdigest()[:16]}"
+
+
+@dataclasses.dataclass
+class Assembled:
+    """One cell's vectors in the order of its texts, and what it cost."""
+
+    vectors: Any  # (n, d) float32, or a CSR matrix for sparse models
+    lengths: np.ndarray
+    computed: int  # distinct texts encoded now
+    reused: int  # texts found in the store
+    encode_s: float  # seconds spent encoding the computed texts
+    computed_tokens: int
+
+
+class EmbeddingStore:
+    """The vectors of one namespace (see the module docstring)."""
+
+    def __init__(self, root: str | Path, terms: dict[str, Any], family: str):
+        self.root = Path(root)
+        self.terms = terms
+        self.family = family
+        self.id = namespace_id(terms)
+        self.folder = self.root / self.id
+
+    def shards(self) -> list[Path]:
+        folder = self.folder / SHARDS
+        if not folder.is_dir():
+            return []
+        return sorted(p for p in folder.iterdir() if (p / KEYS_FILE).is_file() and not p.name.startswith("."))
+
+    def index(self) -> dict[bytes, tuple[int, int]]:
+        """Key → (shard number, row) over every complete shard; the first shard holding a key wins."""
+        found: dict[bytes, tuple[int, int]] = {}
+        for number, shard in enumerate(self.shards()):
+            keys = io.read_npy(shard / KEYS_FILE)
+            for row, key in enumerate(keys):
+                found.setdefault(key.tobytes(), (number, row))
+        return found
+
+    def description(self) -> dict[str, Any]:
+        path = self.folder / NAMESPACE_FILE
+        return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {"terms": self.terms}
+
+    def add(self, keys: np.ndarray, vectors, lengths: np.ndarray, module_protocol: dict[str, Any]) -> Path:
+        """Write one shard (atomically); its id is the hash of its keys."""
+        from releval.retrieval.encoders import write_vectors
+
+        shard_id = hashlib.sha256(np.ascontiguousarray(keys).tobytes()).hexdigest()[:24]
+        target = self.folder / SHARDS / shard_id
+        if not (self.folder / NAMESPACE_FILE).is_file():
+            description = {"id": self.id, "terms": self.terms, "encoder": module_protocol}
+            io.write_json(self.folder / NAMESPACE_FILE, description)
+        if (target / KEYS_FILE).is_file():
+            return target
+        with io.atomic_path(target, directory=True) as tmp:
+            write_vectors(tmp, vectors)
+            io.write_npy(tmp / LENGTHS_FILE, np.asarray(lengths, dtype=np.int64))
+            io.write_npy(tmp / KEYS_FILE, np.ascontiguousarray(keys, dtype=np.uint8))
+        return target
+
+    def gather(self, keys: np.ndarray, index: dict[bytes, tuple[int, int]]):
+        """Vectors and lengths of ``keys`` (all present) in their order."""
+        from releval.retrieval.encoders import read_vectors
+
+        shards = self.shards()
+        places = np.array([index[key.tobytes()] for key in keys], dtype=np.int64).reshape(-1, 2)
+        lengths = np.empty(len(keys), dtype=np.int64)
+        parts: dict[int, tuple[np.ndarray, Any]] = {}
+        for number in np.unique(places[:, 0]):
+            rows = np.flatnonzero(places[:, 0] == number)
+            shard = shards[number]
+            vectors = read_vectors(shard, self.family)
+            parts[int(number)] = (rows, vectors[places[rows, 1]])
+            lengths[rows] = io.read_npy(shard / LENGTHS_FILE)[places[rows, 1]]
+        return _stack_in_order(parts, len(keys), self.family), lengths
+
+
+def _stack_in_order(parts: dict[int, tuple[np.ndarray, Any]], n: int, family: str):
+    if family == "sparse":
+        import scipy.sparse as sp
+
+        from releval.retrieval.sparse import as_canonical
+
+        if not parts:
+            raise InputError("nothing to assemble: the cell has no texts")
+        order = np.concatenate([rows for rows, _ in parts.values()])
+        stacked = sp.vstack([block for _, block in parts.values()], format="csr")
+        inverse = np.empty(n, dtype=np.int64)
+        inverse[order] = np.arange(n)
+        return as_canonical(stacked[inverse])
+    width = next(iter(parts.values()))[1].shape[1] if parts else 0
+    out = np.empty((n, width), dtype=np.float32)
+    for rows, block in parts.values():
+        out[rows] = block
+    return out
+
+
+def exact_length_batches(lengths: np.ndarray, keys: np.ndarray) -> list[np.ndarray]:
+    """Row groups that share one token length, each ordered by key: the batches that need no padding."""
+    order = np.lexsort((*keys.T[::-1], lengths))
+    sorted_lengths = lengths[order]
+    cuts = np.flatnonzero(np.diff(sorted_lengths)) + 1
+    return [group for group in np.split(order, cuts) if len(group)]
+
+
+@dataclasses.dataclass(frozen=True)
+class BatchPlan:
+    """How many texts of one token length share a forward pass.
+
+    Groups of ``rows`` texts; a group's last batch is filled up to ``rows`` with repeats of its own
+    texts (extra vectors dropped) when the length is under ``fill_below``. Long texts are not
+    filled: with at least ``fill_below`` rows per text in every matrix product, the kernels treat
+    each row alike whatever the row count (measured, see the module docstring), and filling would
+    cost up to ``rows - 1`` wasted texts per distinct length.
+    """
+
+    rows: int
+    fill_below: int
+
+    def describe(self) -> str:
+        return f"exact-length, {self.rows} rows, filled below {self.fill_below} tokens"
+
+
+def batch_plan(config) -> BatchPlan:
+    """The model's batch size; on accelerators every batch is filled (cheap there, and their
+    kernels are chosen per shape), on CPUs only batches of texts shorter than :data:`FILL_BELOW_CPU`."""
+    device = str(config.devices[0]).split(":")[0]
+    if device == "cpu":
+        return BatchPlan(config.batch_size, FILL_BELOW_CPU)
+    return BatchPlan(config.batch_size, 2**31)
+
+
+def encode_exact_length(
+    encode: Callable[[list[str]], Any],
+    texts: Sequence[str],
+    lengths: np.ndarray,
+    keys: np.ndarray,
+    family: str,
+    plan: BatchPlan,
+    on_encoded: Callable[[int], None] = lambda n: None,
+):
+    """Encode ``texts`` in batches of one token length (see :class:`BatchPlan`); rows in input order.
+
+    ``lengths``: the token counts the model sees (after max_seq_length cuts them), so texts cut
+    to the same length share a batch.
+    """
+    parts: dict[int, tuple[np.ndarray, Any]] = {}
+    for group in exact_length_batches(lengths, keys):
+        fill = lengths[group[0]] < plan.fill_below
+        for start in range(0, len(group), plan.rows):
+            rows = group[start : start + plan.rows]
+            batch = np.resize(rows, plan.rows) if fill else rows
+            vectors = encode([texts[r] for r in batch])
+            parts[len(parts)] = (rows, vectors[: len(rows)])
+            on_encoded(len(rows))
+    return _stack_in_order(parts, len(texts), family)
+
+
+def unique_rows(keys: np.ndarray) -> np.ndarray:
+    """Positions of the first occurrence of each distinct key, in input order."""
+    _, first = np.unique(keys, axis=0, return_index=True)
+    return np.sort(first)
+
+
+# --- references and garbage collection --------------------------------------------------------
+
+
+def write_ref(root: str | Path, store: EmbeddingStore, keys: np.ndarray, cell: str, commit: str | None) -> Path:
+    """Record that ``cell`` (e.g. "minilm/c256 document") used ``keys`` at ``commit``."""
+    keys = np.ascontiguousarray(keys, dtype=np.uint8)
+    ref_id = hashlib.sha256(store.id.encode() + cell.encode() + keys.tobytes()).hexdigest()[:24]
+    folder = Path(root) / REFS
+    io.write_npy(folder / f"{ref_id}.keys.npy", keys)
+    io.write_json(
+        folder / f"{ref_id}.json",
+        {"id": ref_id, "namespace": store.id, "cell": cell, "commit": commit, "vectors": len(keys), "written": _now()},
+    )
+    return folder / f"{ref_id}.json"
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def head_commit(cwd: str | Path = ".") -> str | None:
+    done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True)
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+@dataclasses.dataclass(frozen=True)
+class NamespaceSize:
+    id: str
+    model: str
+    role: str
+    shards: int
+    vectors: int
+    bytes: int
+
+
+def size_report(root: str | Path) -> list[NamespaceSize]:
+    """Per namespace: shards, vectors (with repeats across shards) and bytes on disk."""
+    root = Path(root)
+    out = []
+    for folder in sorted(p for p in root.iterdir() if (p / NAMESPACE_FILE).is_file()) if root.is_dir() else []:
+        terms = json.loads((folder / NAMESPACE_FILE).read_text(encoding="utf-8"))["terms"]
+        shard_root = folder / SHARDS
+        shards = [p for p in shard_root.iterdir() if (p / KEYS_FILE).is_file()] if shard_root.is_dir() else []
+        vectors = sum(int(np.load(p / KEYS_FILE, mmap_mode="r").shape[0]) for p in shards)
+        size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
+        out.append(NamespaceSize(folder.name, terms["model"], terms["role"], len(shards), vectors, size))
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class Collection:
+    kept_refs: int
+    dropped_refs: int
+    kept_vectors: int
+    dropped_vectors: int
+    freed_bytes: int
+
+
+def collect_garbage(root: str | Path, live: Callable[[dict[str, Any]], bool], dry_run: bool = False) -> Collection:
+    """Drop every vector that no live ref names; ``live(ref)`` decides per ref (see :func:`live_ref`).
+
+    Shards are rewritten without their dead rows (a shard left empty is deleted); dead refs go.
+    """
+    root = Path(root)
+    refs_folder = root / REFS
+    refs = sorted(refs_folder.glob("*.json")) if refs_folder.is_dir() else []
+    wanted: dict[str, set[bytes]] = {}
+    kept_refs = dropped_refs = 0
+    for path in refs:
+        ref = json.loads(path.read_text(encoding="utf-8"))
+        if live(ref):
+            kept_refs += 1
+            keys = io.read_npy(path.with_suffix(".keys.npy"))
+            wanted.setdefault(ref["namespace"], set()).update(k.tobytes() for k in keys)
+        else:
+            dropped_refs += 1
+            if not dry_run:
+                path.with_suffix(".keys.npy").unlink(missing_ok=True)
+                path.unlink()
+    kept = dropped = freed = 0
+    for folder in sorted(p for p in root.iterdir() if (p / NAMESPACE_FILE).is_file()) if root.is_dir() else []:
+        family = json.loads((folder / NAMESPACE_FILE).read_text(encoding="utf-8"))["terms"]["family"]
+        keep_keys = wanted.get(folder.name, set())
+        for shard in sorted((folder / SHARDS).iterdir()) if (folder / SHARDS).is_dir() else []:
+            if not (shard / KEYS_FILE).is_file():
+                continue
+            keys = io.read_npy(shard / KEYS_FILE)
+            mask = np.array([k.tobytes() in keep_keys for k in keys], dtype=bool)
+            kept += int(mask.sum())
+            dropped += int((~mask).sum())
+            if mask.all() or dry_run:
+                if not mask.any() and dry_run:
+                    freed += _folder_bytes(shard)
+                continue
+            before = _folder_bytes(shard)
+            if not mask.any():
+                shutil.rmtree(shard)
+                freed += before
+                continue
+            _rewrite_shard(shard, family, mask)
+            freed += before - _folder_bytes(shard)
+    return Collection(kept_refs, dropped_refs, kept, dropped, freed)
+
+
+def _folder_bytes(folder: Path) -> int:
+    return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
+
+
+def _rewrite_shard(shard: Path, family: str, mask: np.ndarray) -> None:
+    from releval.retrieval.encoders import read_vectors, write_vectors
+
+    vectors = read_vectors(shard, family)[np.flatnonzero(mask)]
+    lengths = io.read_npy(shard / LENGTHS_FILE)[mask]
+    keys = io.read_npy(shard / KEYS_FILE)[mask]
+    with io.atomic_path(shard, directory=True) as tmp:
+        write_vectors(tmp, vectors)
+        io.write_npy(tmp / LENGTHS_FILE, lengths)
+        io.write_npy(tmp / KEYS_FILE, keys)
+
+
+def live_ref(current: Iterable[str], archived_commits: Iterable[str]) -> Callable[[dict[str, Any]], bool]:
+    """A ref is live when a current cell wrote it (``current``: ref ids the workspace's encode
+    outputs name) or when its commit is one the run archive holds."""
+    current, commits = set(current), set(archived_commits)
+    return lambda ref: ref.get("id") in current or (ref.get("commit") in commits)
+
+
+# --- one cell through the store -----------------------------------------------------------------
+
+
+def canonical_encode(encoder, texts: Sequence[str], role: str, on_encoded: Callable[[int], None] = lambda n: None):
+    """Vectors of ``texts`` computed the store's way (exact-length batches), and their token counts
+    as tokenised (untruncated). Any executor that encodes for the store goes through this."""
+    lengths, seen = encoder.seen_lengths(texts, role)
+    plan = batch_plan(encoder.config)
+    with encoder.device_pool():
+        vectors = encode_exact_length(
+            lambda batch: encoder.encode(batch, role), texts, seen, text_keys(texts), encoder.family, plan, on_encoded
+        )
+    return vectors, lengths
+
+
+def encode_through_store(
+    texts: Sequence[str],
+    store: EmbeddingStore,
+    load: Callable[[], Any],
+    role: str,
+    desc: str,
+    compute: Callable[[Any, list[str]], tuple[Any, np.ndarray]] | None = None,
+) -> tuple[Assembled, dict[str, Any]]:
+    """A cell's vectors: found in ``store``, or computed now (distinct missing texts only) and added.
+
+    ``load()`` gives the Encoder and is called only when something is missing. ``compute(encoder,
+    texts)`` encodes the missing texts (default :func:`canonical_encode`, in process; the Ray
+    executor passes its own). Returns the assembled cell and the encoder's module protocol.
+    """
+    from releval.progress import tracker
+
+    keys = text_keys(texts)
+    index = store.index()
+    missing = [row for row in unique_rows(keys) if keys[row].tobytes() not in index]
+    computed_tokens, seconds = 0, 0.0
+    if missing:
+        encoder = load()
+        missing_texts = [texts[row] for row in missing]
+        start = time.perf_counter()
+        with tracker(desc, total=len(missing_texts), unit="chunks" if role == "document" else "queries") as bar:
+            if compute is None:
+                vectors, lengths = canonical_encode(encoder, missing_texts, role, bar.update)
+            else:
+                vectors, lengths = compute(encoder, missing_texts)
+                bar.update(len(missing_texts))
+        seconds = time.perf_counter() - start
+        cap = None if encoder.family == "static" else encoder.config.max_seq_length
+        computed_tokens = int(np.minimum(lengths, cap).sum() if cap else lengths.sum())
+        store.add(keys[missing], vectors, lengths, encoder.module_protocol())
+        index = store.index()
+    vectors, lengths = store.gather(keys, index)
+    protocol = store.description().get("encoder", {})
+    return (
+        Assembled(vectors, lengths, len(missing), len(texts) - len(missing), seconds, computed_tokens),
+        protocol,
+    )
+
+
+THROUGHPUT_FILE = "throughput.json"
+# Fewer texts than this encoded now: the throughput recorded is the namespace's last larger measurement.
+THROUGHPUT_MIN_TEXTS = 256
+
+
+def throughput(store: EmbeddingStore, assembled: Assembled) -> dict[str, Any]:
+    """chunks/s and tokens/s of this machine for the namespace: measured now when enough texts
+    were encoded (and recorded in the store), else the last such measurement (``throughput_from``
+    says which); None when nothing was ever measured."""
+    path = store.folder / THROUGHPUT_FILE
+    if (
+        assembled.computed
+        and assembled.encode_s > 0
+        and (assembled.computed >= THROUGHPUT_MIN_TEXTS or not path.is_file())
+    ):
+        figures = {
+            "chunks_per_s": round(assembled.computed / assembled.encode_s, 2),
+            "tokens_per_s": round(assembled.computed_tokens / assembled.encode_s, 1),
+        }
+        if assembled.computed >= THROUGHPUT_MIN_TEXTS:
+            io.write_json(path, {**figures, "texts": assembled.computed, "measured": _now()})
+        return {**figures, "throughput_from": "this run"}
+    if path.is_file():
+        recorded = json.loads(path.read_text(encoding="utf-8"))
+        return {
+            "chunks_per_s": recorded["chunks_per_s"],
+            "tokens_per_s": recorded["tokens_per_s"],
+            "throughput_from": f"store ({recorded['texts']} texts, {recorded['measured']})",
+        }
+    return {"chunks_per_s": None, "tokens_per_s": None, "throughput_from": None}
