@@ -9,10 +9,11 @@ import shutil
 from pathlib import Path
 
 import polars as pl
+import pytest
 
 from releval import paths
 from support.commands import run
-from support.projects import copy_project
+from support.pydocs_mini import make_pydocs_project
 
 CELLS = ("minilm/c256", "wordllama/c256", "splade/c256")
 VECTOR_FILES = ("embeddings.npy", "data.npy", "indices.npy", "indptr.npy")
@@ -48,8 +49,13 @@ def repro_encodes(project: Path, *flags: str) -> str:
     return run(["dvc", "repro", *flags, *stages], project).stdout
 
 
-def test_an_edit_encodes_only_the_changed_chunks_and_matches_a_cold_encode(default_project, tmp_path):
-    project = copy_project(default_project, tmp_path / "edited")
+@pytest.mark.slow
+@pytest.mark.heavy  # three encode cells, four times each (a few minutes on 2 cores); make test-heavy
+def test_an_edit_encodes_only_the_changed_chunks_and_matches_a_cold_encode(tmp_path):
+    project = make_pydocs_project(tmp_path / "edited", "grid.models=[minilm,wordllama,splade]", "grid.chunkings=[c256]")
+    run(["git", "add", "-A"], project)
+    run(["git", "commit", "-qm", "inputs"], project)
+    repro_encodes(project)
     before = chunk_texts(project, "c256")
 
     def edit(docs):

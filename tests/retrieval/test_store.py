@@ -25,7 +25,7 @@ PYDOCS = ROOT / "data" / "pydocs" / "corpus.jsonl.gz"
 @pytest.fixture(scope="module")
 def texts() -> list[str]:
     paragraphs = [p for text in read_corpus(PYDOCS, "jsonl")["text"] for p in text.split("\n\n") if p.strip()]
-    return list(dict.fromkeys(paragraphs))[:240]  # distinct texts
+    return list(dict.fromkeys(paragraphs))[:160]  # distinct texts
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +71,7 @@ def test_vectors_do_not_depend_on_what_the_store_held_before(tmp_path, minilm, t
     assert protocol["pooling"]  # the module protocol is recorded with the namespace
     # Another store first sees a different mix: a random third of the texts plus one edited text.
     rng = np.random.default_rng(7)
-    first = [texts[i] for i in rng.permutation(len(texts))[:80]] + [texts[0] + " Edited."]
+    first = [texts[i] for i in rng.permutation(len(texts))[:50]] + [texts[0] + " Edited."]
     warm_root = tmp_path / "warm"
     through(warm_root, minilm, first)
     warm, _, cell, loads = through(warm_root, minilm, texts)
