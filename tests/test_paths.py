@@ -23,6 +23,8 @@ DATA_PATH = re.compile(r"^(data|reports|dvc_plots)/")
 NOT_IN_DVC_YAML = {
     ("archive", "--lock"): "dvc.lock is DVC's own record of the stages, read for provenance",
     ("score", "--holdout-log"): "appended to only when `releval holdout` opens the holdout, never under DVC",
+    ("encode", "--store"): "the embedding store is a cache beside DVC's: outputs never depend on what it holds",
+    ("retrieve", "--store"): "the embedding store is a cache beside DVC's: outputs never depend on what it holds",
 }
 DECLARED = {value for name, value in vars(paths).items() if name.isupper() and isinstance(value, str)}
 
