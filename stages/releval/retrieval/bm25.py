@@ -29,9 +29,12 @@ Deliberate differences from rank-bm25, all at inputs where rank-bm25 crashes or 
 
 from __future__ import annotations
 
+import functools
+import itertools
 import math
 import re
-from collections import Counter
+import sys
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Literal, Sequence
 
@@ -111,12 +114,27 @@ def _tokenizer_config_problems(cfg: TokenizerConfig) -> list[tuple[str, str]]:
 
 
 def tokenize(text: str, cfg: TokenizerConfig = TokenizerConfig()) -> list[str]:
-    """Split ``text`` into tokens as declared by ``cfg`` (pure and deterministic)."""
+    """Split ``text`` into tokens as declared by ``cfg`` (pure and deterministic).
+
+    Tokens are interned (:func:`sys.intern`): every occurrence of a term in a corpus is one shared
+    string, so a tokenised corpus costs a pointer per token rather than a string per token.
+    """
     if cfg.lowercase:
         text = text.lower()
+    pattern = _compiled(cfg.pattern)
+    # findall gives the whole matches only for a pattern without groups; finditer is the general case
+    tokens = pattern.findall(text) if pattern.groups == 0 else [match.group(0) for match in pattern.finditer(text)]
     stopwords = STOPWORD_LISTS[cfg.stopwords]
-    tokens = (match.group(0) for match in re.finditer(cfg.pattern, text))
-    return [token for token in tokens if len(token) >= cfg.min_token_length and token.lower() not in stopwords]
+    if stopwords or cfg.min_token_length > 1:
+        tokens = [token for token in tokens if len(token) >= cfg.min_token_length and token.lower() not in stopwords]
+    else:
+        tokens = [token for token in tokens if token]  # empty matches are always dropped
+    return list(map(sys.intern, tokens))
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled(pattern: str) -> re.Pattern:
+    return re.compile(pattern)
 
 
 # --------------------------------------------------------------------------------------------
@@ -150,6 +168,7 @@ class BM25Index:
         vocabulary, term_ids, doc_lengths = _encode_corpus(tokenised_docs)
         _check_tokens(vocabulary, doc_lengths)
         term_freqs = _term_frequency_matrix(term_ids, doc_lengths, len(vocabulary))
+        del term_ids  # the token stream (an id per token) is not needed past here
         avgdl = int(doc_lengths.sum()) / len(doc_lengths)
         idf = okapi_idf(np.diff(term_freqs.indptr), len(doc_lengths), epsilon)
         weights = _weight_matrix(term_freqs, idf, doc_lengths, avgdl, k1, b)
@@ -258,13 +277,14 @@ def _encode_corpus(docs: Sequence[Sequence[str]]) -> tuple[dict[str, int], np.nd
     """Term ids of all tokens, concatenated in document order, and the length of each document."""
     doc_lengths = np.fromiter((len(doc) for doc in docs), dtype=np.int64, count=len(docs))
     n_tokens = int(doc_lengths.sum())
-    vocabulary: dict[str, int] = {}
-    add = vocabulary.setdefault
-    # len(vocabulary) is evaluated before setdefault inserts, so a new term gets the next id.
+    # A missing term gets len(vocabulary) (computed before it is inserted): the next id, in order of
+    # first occurrence. map() over the chained tokens keeps the per-token loop in C.
+    ids: defaultdict[str, int] = defaultdict()
+    ids.default_factory = ids.__len__
     term_ids = np.fromiter(
-        (add(token, len(vocabulary)) for doc in docs for token in doc), dtype=_index_dtype(n_tokens), count=n_tokens
+        map(ids.__getitem__, itertools.chain.from_iterable(docs)), dtype=_index_dtype(n_tokens), count=n_tokens
     )
-    return vocabulary, term_ids, doc_lengths
+    return dict(ids), term_ids, doc_lengths
 
 
 def _index_dtype(largest: int) -> type[np.signedinteger]:
@@ -288,11 +308,20 @@ def _term_frequency_matrix(term_ids: np.ndarray, doc_lengths: np.ndarray, n_term
 def _weight_matrix(
     term_freqs: sp.csr_array, idf: np.ndarray, doc_lengths: np.ndarray, avgdl: float, k1: float, b: float
 ) -> sp.csr_array:
-    """Replace each tf entry by its BM25 contribution, with rank-bm25's order of operations."""
+    """Replace each tf entry by its BM25 contribution, with rank-bm25's order of operations.
+
+    ``idf * (tf * (k1 + 1) / (tf + length_norm))``, computed in place in two arrays of one float
+    per entry (operands swapped where IEEE addition and multiplication are commutative, so the
+    values are the same to the last bit).
+    """
     length_norm = k1 * (1 - b + b * doc_lengths.astype(np.float64) / avgdl)
-    tf = term_freqs.data.astype(np.float64)
-    idf_of_entry = np.repeat(idf, np.diff(term_freqs.indptr))
-    data = idf_of_entry * (tf * (k1 + 1) / (tf + length_norm[term_freqs.indices]))
+    data = term_freqs.data.astype(np.float64)
+    denominator = length_norm[term_freqs.indices]
+    denominator += data
+    data *= k1 + 1
+    data /= denominator
+    del denominator
+    data *= np.repeat(idf, np.diff(term_freqs.indptr))
     return sp.csr_array((data, term_freqs.indices, term_freqs.indptr), shape=term_freqs.shape)
 
 

@@ -12,9 +12,10 @@ overlap`` tokens and keep the pre-tokenizer's words whole: a start or an end tha
 inside a word (before a WordPiece ``##`` piece) moves back to the word's first token, so a chunk
 tokenized alone gives the tokens it had in the document; only a word longer than a window is
 split. Without overlap the windows tile the document; the last window is the first one that
-reaches the end. Every chunk is then re-tokenized on its own, as a model reads it: ``n_tokens``
-is that count, and a window whose text alone needs more than its content tokens (a tokenizer
-whose pieces depend on context) is shortened until it fits. A chunk's body is exactly
+reaches the end. ``n_tokens`` is a chunk's count tokenized on its own, as a model reads it (taken
+from the document's tokens where the tokenizer makes that exact, else by tokenizing the chunk
+again: :class:`_OwnTokenCounter`), and a window whose text alone needs more than its content
+tokens (a tokenizer whose pieces depend on context) is shortened until it fits. A chunk's body is exactly
 ``doc.text[start:end]``, from the first token's start offset to the last token's end offset, and
 its id ``f"{doc_id}#{start}-{end}"`` depends only on the document, the tokenizer, (size, overlap)
 and the titles term.
@@ -87,30 +88,45 @@ def chunk_documents(
     content = content_tokens(tokenizer, size, overlap)
     tokenizer = _without_truncation(tokenizer)
     carried = _carried_titles(tokenizer, _titles(docs, titles), title_budget(content, overlap))
-    columns: dict[str, list] = {name: [] for name in CHUNKS.columns}
-    for doc_ids, texts, heads in _batches(docs, carried, ENCODE_BATCH_CHARS):
-        encodings = tokenizer.encode_batch(texts, add_special_tokens=False)
-        # each window reserves its title's tokens; the body's windows hold the rest
-        windows = [(content - reserved, content - reserved - overlap) for _, reserved in heads]
-        spans = [_spans(encoding, *window) for encoding, window in zip(encodings, windows)]
-        pieces = [_chunk_texts(text, title, doc) for text, (title, _), doc in zip(texts, heads, spans)]
-        own = iter(_own_token_counts(tokenizer, [piece for doc in pieces for piece in doc]))
-        counts = [[next(own) for _ in doc] for doc in spans]
-        for index, (text, encoding, (title, _)) in enumerate(zip(texts, encodings, heads)):
-            if any(count > content for count in counts[index]):  # rare: pieces that depend on context
-                spans[index] = _fitted_spans(tokenizer, text, title, encoding, content, *windows[index])
-                counts[index] = _own_token_counts(tokenizer, _chunk_texts(text, title, spans[index]))
-        for doc_id, text, (title, _), doc_spans, doc_counts in zip(doc_ids, texts, heads, spans, counts):
-            for (start, end), count in zip(doc_spans, doc_counts):
-                columns["chunk_id"].append(f"{doc_id}#{start}-{end}")
-                columns["doc_id"].append(doc_id)
-                columns["start"].append(start)
-                columns["end"].append(end)
-                columns["n_tokens"].append(count)
-                columns["text"].append(retriever_text(title, text[start:end]))
-    chunks = pl.DataFrame(columns, schema=CHUNKS.schema)
+    counter = _OwnTokenCounter(tokenizer)
+    frames = [
+        _chunk_batch(counter, doc_ids, texts, heads, content, overlap)
+        for doc_ids, texts, heads in _batches(docs, carried, ENCODE_BATCH_CHARS)
+    ]
+    # One contiguous frame, as one built at once: the parquet bytes depend on how a frame is split.
+    chunks = pl.concat(frames, rechunk=True) if frames else pl.DataFrame(schema=CHUNKS.schema)
     _require_unique_ids(chunks, size)
     return chunks
+
+
+def _chunk_batch(
+    counter: "_OwnTokenCounter",
+    doc_ids: list[str],
+    texts: list[str],
+    heads: list[tuple[str, int]],
+    content: int,
+    overlap: int,
+) -> pl.DataFrame:
+    """The chunks of one batch of documents (:func:`chunk_documents`), in document order."""
+    tokenizer = counter.tokenizer
+    encodings = tokenizer.encode_batch(texts, add_special_tokens=False)
+    # each window reserves its title's tokens; the body's windows hold the rest
+    windows = [(content - reserved, content - reserved - overlap) for _, reserved in heads]
+    ranges = [_token_ranges(encoding, *window) for encoding, window in zip(encodings, windows)]
+    spans = [[_char_span(encoding, *r) for r in doc] for encoding, doc in zip(encodings, ranges)]
+    pieces = [_chunk_texts(text, title, doc) for text, (title, _), doc in zip(texts, heads, spans)]
+    counts = counter.counts(texts, heads, encodings, ranges, pieces)
+    for index, (text, encoding, (title, _)) in enumerate(zip(texts, encodings, heads)):
+        if any(count > content for count in counts[index]):  # rare: pieces that depend on context
+            spans[index] = _fitted_spans(tokenizer, text, title, encoding, content, *windows[index])
+            pieces[index] = _chunk_texts(text, title, spans[index])
+            counts[index] = _own_token_counts(tokenizer, pieces[index])
+    rows = [
+        (f"{doc_id}#{start}-{end}", doc_id, start, end, count, piece)
+        for doc_id, doc_spans, doc_counts, doc_pieces in zip(doc_ids, spans, counts, pieces)
+        for (start, end), count, piece in zip(doc_spans, doc_counts, doc_pieces)
+    ]
+    return pl.DataFrame(rows, schema=CHUNKS.schema, orient="row")
 
 
 def retriever_text(title: str, body: str) -> str:
@@ -325,6 +341,90 @@ def _own_token_counts(tokenizer: Tokenizer, texts: list[str]) -> list[int]:
     return [len(encoding) for encoding in tokenizer.encode_batch(texts, add_special_tokens=False)]
 
 
+class _OwnTokenCounter:
+    """Each chunk's ``n_tokens``: the content tokens of its text (title included) tokenized alone.
+
+    Most chunks are not tokenized again. A word-local tokenizer (:func:`_word_local`: BERT's) gives
+    a text the tokens of its words, each word (the pre-tokenizer's: a run of letters and digits, or
+    one punctuation character, between whitespace) tokenized on its own. A window that starts and
+    ends at word boundaries therefore has, alone, exactly the tokens it had in its document, and
+    ``title + " " + body`` the title's tokens plus the body's. Only the other chunks are tokenized
+    again: those of any other tokenizer, windows that split a word longer than a window, and
+    documents whose text or title holds an added token's literal (``[SEP]``), which such a
+    tokenizer matches before splitting words.
+    """
+
+    def __init__(self, tokenizer: Tokenizer):
+        self.tokenizer = tokenizer
+        self.literals = _added_literals(tokenizer) if _word_local(tokenizer) else None
+        self._title_tokens: dict[str, int] = {"": 0}
+
+    def counts(
+        self,
+        texts: list[str],
+        heads: list[tuple[str, int]],
+        encodings: list[Encoding],
+        ranges: list[list[tuple[int, int]]],
+        pieces: list[list[str]],
+    ) -> list[list[int]]:
+        counts: list[list] = []
+        again: list[tuple[int, int]] = []  # (document, chunk) tokenized again
+        for doc, (text, (title, _), encoding, doc_ranges) in enumerate(zip(texts, heads, encodings, ranges)):
+            known = self._known_counts(text, title, encoding, doc_ranges)
+            again.extend((doc, chunk) for chunk, count in enumerate(known) if count is None)
+            counts.append(known)
+        tokenized = _own_token_counts(self.tokenizer, [pieces[doc][chunk] for doc, chunk in again])
+        for (doc, chunk), count in zip(again, tokenized):
+            counts[doc][chunk] = count
+        return counts
+
+    def _known_counts(
+        self, text: str, title: str, encoding: Encoding, doc_ranges: list[tuple[int, int]]
+    ) -> list[int | None]:
+        """Each window's count where it follows from the document's tokens, else None."""
+        if self.literals is None or any(literal in text or literal in title for literal in self.literals):
+            return [None] * len(doc_ranges)
+        title_tokens = self._title_count(title)
+        is_word_start = _word_starts(encoding)
+        n_tokens = len(encoding)
+        return [
+            title_tokens + last - first
+            if (first == 0 or is_word_start(first)) and (last == n_tokens or is_word_start(last))
+            else None
+            for first, last in doc_ranges
+        ]
+
+    def _title_count(self, title: str) -> int:
+        if title not in self._title_tokens:
+            self._title_tokens[title] = len(self.tokenizer.encode(title, add_special_tokens=False))
+        return self._title_tokens[title]
+
+
+def _word_local(tokenizer: Tokenizer) -> bool:
+    """Whether ``tokenizer`` tokenizes each word on its own: BERT's normalizer (one character at a
+    time), BERT's pre-tokenizer (words split at whitespace and punctuation) and WordPiece (a word's
+    pieces depend on that word alone), with added tokens matched verbatim (not normalized) and
+    holding no whitespace, so a literal in a chunk's text is one in its document's text or title."""
+    from tokenizers import models, normalizers, pre_tokenizers
+
+    added = tokenizer.get_added_tokens_decoder().values()
+    return (
+        (tokenizer.normalizer is None or isinstance(tokenizer.normalizer, normalizers.BertNormalizer))
+        and isinstance(tokenizer.pre_tokenizer, pre_tokenizers.BertPreTokenizer)
+        and isinstance(tokenizer.model, models.WordPiece)
+        and not any(token.normalized or any(c.isspace() for c in token.content) for token in added)
+    )
+
+
+def _added_literals(tokenizer: Tokenizer) -> tuple[str, ...]:
+    return tuple(token.content for token in tokenizer.get_added_tokens_decoder().values())
+
+
+def _token_ranges(encoding: Encoding, content: int, stride: int) -> list[tuple[int, int]]:
+    """One document's windows as token ranges (:func:`token_windows`, words kept whole)."""
+    return list(token_windows(len(encoding), content, stride, _word_starts(encoding)))
+
+
 def _spans(
     encoding: Encoding, content: int, stride: int, fits: Callable[[int, int], bool] | None = None
 ) -> list[tuple[int, int]]:
@@ -390,16 +490,18 @@ def _carried_titles(tokenizer: Tokenizer, titles: list[str], budget: int) -> lis
 def _batches(
     docs: pl.DataFrame, titles: list[tuple[str, int]], max_chars: int
 ) -> Iterator[tuple[list[str], list[str], list[tuple[str, int]]]]:
-    """Consecutive (doc_ids, texts, titles) batches of about ``max_chars`` characters (at least one document)."""
-    doc_ids, texts = docs["doc_id"].to_list(), docs["text"].to_list()
+    """Consecutive (doc_ids, texts, titles) batches of about ``max_chars`` characters (at least one document).
+
+    Only a batch's texts are Python strings at a time; the frame keeps the rest.
+    """
+    lengths = docs["text"].str.len_chars().to_list()
     first = chars = 0
-    for index, text in enumerate(texts):
-        chars += len(text)
-        if chars >= max_chars:
-            yield doc_ids[first : index + 1], texts[first : index + 1], titles[first : index + 1]
+    for index, length in enumerate(lengths):
+        chars += length
+        if chars >= max_chars or index == len(lengths) - 1:
+            batch = docs.slice(first, index + 1 - first)
+            yield batch["doc_id"].to_list(), batch["text"].to_list(), titles[first : index + 1]
             first, chars = index + 1, 0
-    if first < len(texts):
-        yield doc_ids[first:], texts[first:], titles[first:]
 
 
 def _char_span(encoding: Encoding, first: int, last: int) -> tuple[int, int]:
