@@ -244,10 +244,15 @@ def make_project(folder: Path) -> None:
 # stage forked from here would report at least this process's size. Forked from the launcher (a
 # bare interpreter, ~10 MB), the stage's own peak is what RUSAGE_CHILDREN reports.
 LAUNCHER = """
-import json, os, resource, subprocess, sys, time
+import ctypes, json, os, resource, signal, subprocess, sys, time
 out, timeout, command = sys.argv[1], float(sys.argv[2]), sys.argv[3:]
+
+def die_with_parent():  # Linux PR_SET_PDEATHSIG: the stage ends with the benchmark that started it
+    ctypes.CDLL(None).prctl(1, signal.SIGKILL)
+
+die_with_parent()
 start = time.perf_counter()
-process = subprocess.Popen(command)
+process = subprocess.Popen(command, preexec_fn=die_with_parent)
 try:
     code, timed_out = process.wait(timeout), False
 except subprocess.TimeoutExpired:
@@ -298,9 +303,11 @@ def last_line(log: Path) -> str:
 
 
 def stage_script(project: Path, script: str) -> str:
-    """A byte-identical copy of stages/<script> under a name of its own (``<name>_stage.py``), so
-    that nothing matching the pipeline's own command lines (``stages/encode.py``) can hit a benchmark."""
-    copy = project / "pipeline-copies" / script.replace(".py", "_stage.py")
+    """A byte-identical copy of stages/<script>, numbered (``steps/03.py``): command lines that name
+    no stage, so that a ``pkill -f`` aimed at the pipeline's own processes (``stages/encode.py``)
+    by anyone else on a shared machine cannot hit the benchmark's."""
+    scripts = sorted({stage.argv[0] for stage in PIPELINE})
+    copy = project / "steps" / f"{scripts.index(script):02d}.py"
     copy.parent.mkdir(exist_ok=True)
     shutil.copyfile(ROOT / "stages" / script, copy)
     return str(copy)
