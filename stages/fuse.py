@@ -27,7 +27,8 @@ def fused_ops(metas: list[dict]) -> dict:
     ops = {key: first_figure(metas, key) for key in ENCODING_FIGURES}
     ops |= {key: value for key in SPARSE_FIGURES if (value := first_figure(metas, key)) is not None}
     for key in ("index_bytes", "peak_rss_bytes", "latency_ms_p50", "latency_ms_p95"):
-        ops[key] = sum(m["ops"][key] for m in metas)
+        values = [m["ops"].get(key) for m in metas]  # an external run has no cost figures: the sum is unknown
+        ops[key] = None if any(v is None for v in values) else sum(values)
     return ops
 
 
@@ -56,9 +57,9 @@ def main() -> None:
     metas = [meta for _, meta in loaded]
     try:
         if args.fused:
-            names = [runs.run_path_id(m).rsplit("/", 1)[0] for m in members]
+            names = [runs.member_name(m) for m in members]
             config = dataclasses.replace(config, weights=member_weights(config, names))
-            fused = fuse({name: run for name, (run, _) in zip(names, loaded)}, config)
+            fused = fuse(dict(zip(names, runs.fusion_inputs(loaded))), config)
         else:
             fused = fuse({"dense": loaded[0][0], "bm25": loaded[1][0]}, config)
     except InputError as exc:  # e.g. a weight missing for one input: name the fusion's own key
@@ -69,7 +70,7 @@ def main() -> None:
         "config_id": config_id,
         "kind": "fused",
         "model": model if model else metas[0].get("model"),
-        "chunking": metas[0]["chunking"],
+        "chunking": next((m["chunking"] for m in metas if m.get("chunking")), runs.DOCUMENTS_UNIT),
         "fusion": {"name": fusion, **dataclasses.asdict(config)},
         "inputs": [m["config_id"] for m in metas],
         "ops": fused_ops(metas),

@@ -1,8 +1,9 @@
 """releval.paths, the stage scripts and dvc.yaml name the same files, each path written once.
 
 A stage script's path flags default to releval.paths; dvc.yaml lists those paths as the stage's
-deps and outs, spelt the same (for a templated entry, its fixed part before `${`). The scripts are
-read with `ast`, so nothing is executed.
+deps and outs, spelt the same (for a templated entry, its fixed part before `${`). dvc.yaml's
+`${reports_dir}` (the active dataset's reports folder) reads as `reports`, the default dataset's
+folder the scripts' flags default to. The scripts are read with `ast`, so nothing is executed.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ NOT_IN_DVC_YAML = {
     ("score", "--holdout-log"): "appended to only when `releval holdout` opens the holdout, never under DVC",
     ("encode", "--store"): "the embedding store is a cache beside DVC's: outputs never depend on what it holds",
     ("retrieve", "--store"): "the embedding store is a cache beside DVC's: outputs never depend on what it holds",
+    ("externals", "--queries"): "stages/external.py --declared records the declarations only; it reads no table",
+    ("externals", "--docs"): "stages/external.py --declared records the declarations only; it reads no table",
 }
 DECLARED = {value for name, value in vars(paths).items() if name.isupper() and isinstance(value, str)}
 
@@ -61,12 +64,17 @@ def path_literals(script: Path) -> list[str]:
     ]
 
 
+def as_default_dataset(entry: str) -> str:
+    """``${reports_dir}/metrics.json`` as the default dataset has it: ``reports/metrics.json``."""
+    return entry.replace(paths.REPORTS_DIR_VAR, paths.REPORTS)
+
+
 def listed_paths(body: dict[str, Any]) -> list[str]:
     """The stage's data deps and outs (metrics included), each templated one cut to its fixed prefix."""
     entries = []
     for key in ("deps", "outs", "metrics"):
         for entry in body.get(key, []):
-            entries.append(next(iter(entry)) if isinstance(entry, dict) else entry)
+            entries.append(as_default_dataset(next(iter(entry)) if isinstance(entry, dict) else entry))
     fixed = [entry.split("${")[0] for entry in entries]
     return [entry for entry in fixed if entry and not entry.startswith("stages/")]
 
@@ -107,6 +115,31 @@ def test_dvc_yaml_spells_each_path_as_releval_paths_does(stage: str) -> None:
 @pytest.mark.parametrize("script", sorted((ROOT / "stages").glob("*.py")), ids=lambda p: p.name)
 def test_stage_scripts_write_no_path_of_their_own(script: Path) -> None:
     assert not path_literals(script), f"{script.name}: use releval.paths for {path_literals(script)}"
+
+
+def reports_entries(body: dict[str, Any]) -> list[str]:
+    """The stage's deps and outs under the reports folder, as dvc.yaml spells them."""
+    entries = [
+        next(iter(e)) if isinstance(e, dict) else e for key in ("deps", "outs", "metrics") for e in body.get(key, [])
+    ]
+    return [e for e in entries if e.startswith((paths.REPORTS_DIR_VAR, paths.REPORTS + "/"))]
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_reports_are_the_active_datasets_folder(stage: str) -> None:
+    """Every report path is under ${reports_dir}, and the stage's --reports flag is given it; only
+    the holdout log, one record of openings for the whole project, stays at reports/ itself."""
+    body = stage_bodies(PIPELINE)[stage]
+    entries = [e for e in reports_entries(body) if e != paths.HOLDOUT_LOG]
+    fixed = [e for e in entries if not e.startswith(paths.REPORTS_DIR_VAR + "/")]
+    assert not fixed, f"stage {stage}: write {paths.REPORTS_DIR_VAR}/..., not {fixed}"
+    if any(e.startswith(paths.REPORTS_DIR_VAR) for e in entries):
+        assert f"--reports {paths.REPORTS_DIR_VAR}" in body["cmd"], f"stage {stage}: cmd lacks --reports"
+
+
+def test_top_level_plots_read_the_active_datasets_folder() -> None:
+    files = [path for entry in PIPELINE["plots"] for spec in entry.values() for path in spec["y"]]
+    assert files and all(path.startswith(paths.REPORTS_DIR_VAR + "/plots/") for path in files), files
 
 
 def test_not_in_dvc_yaml_names_real_flags() -> None:

@@ -12,6 +12,8 @@ What you configure is what runs:
   error names the keys and the two commands that keep or drop the change.
 * ``releval params --check`` (the ``params`` DVC stage, which depends on conf/) fails when conf/
   changed after params.yaml was composed, so ``dvc repro`` cannot report "up to date" over it.
+* ``reports_dir`` (conf/config.yaml: reports/ for the default dataset, reports/<name> for any
+  other) is checked when composing: :func:`releval.paths.reports_folder`.
 * Names are checked when composing: an unknown group option, a grid model, chunking or fusion
   that conf/ does not define, a reranked run outside the grid or a baseline that is not a
   configuration are one line with the closest valid names.
@@ -30,6 +32,7 @@ from typing import Any
 
 import yaml
 
+from releval import paths
 from releval.errors import InputError
 from releval.io import write_bytes, write_text
 
@@ -228,8 +231,8 @@ def edits_since_composed(params_path: str | Path, conf_dir: str | Path) -> list[
 
 
 def check_grid(params: Mapping[str, Any], source: str = "params.yaml") -> None:
-    """Every name the grid uses is defined: models, chunkings, fusions, rerankers, runs, the baseline."""
-    from releval.retrieval.runs import grid_config_ids, run_path_id
+    """Every name the grid uses is defined: models, chunkings, fusions, externals, rerankers, runs, the baseline."""
+    from releval.retrieval.runs import grid_config_ids, is_external, run_path_id
 
     grid = params.get("grid") or {}
     for field, section, what in (
@@ -241,6 +244,10 @@ def check_grid(params: Mapping[str, Any], source: str = "params.yaml") -> None:
         for name in grid.get(field) or []:
             if name not in defined:
                 raise InputError(unknown(what, str(name), defined), file=source, field=f"grid.{field}")
+    externals = params.get("externals") or {}
+    for name in grid.get("external") or []:
+        if name not in externals:
+            raise InputError(unknown("external run", str(name), externals), file=source, field="grid.external")
     fusions = params.get("fusions") or {}
     for key, entry in (grid.get("fused") or {}).items():
         if not isinstance(entry, Mapping) or set(entry) != {"fusion", "runs"}:
@@ -262,6 +269,12 @@ def check_grid(params: Mapping[str, Any], source: str = "params.yaml") -> None:
                 unknown("reranker", str(entry.get("reranker")), rerankers), file=source, field=f"grid.reranked.{key}"
             )
         run_id = run_path_id(str(entry.get("run", "")), grid)
+        if is_external(run_id):
+            raise InputError(
+                "an external run cannot be reranked: its passages are not the pipeline's chunks",
+                file=source,
+                field=f"grid.reranked.{key}.run",
+            )
         if run_id not in first_stage:
             raise InputError(
                 unknown("first-stage run", run_id, (i for i in ids if "+rerank(" not in i)),
@@ -319,6 +332,7 @@ def compose(
         _write_recorded(recorded_path, overrides, conf_dir)
         body = compose_text(conf_dir)
         check_grid(yaml.safe_load(body), source=f"{params_path} (composed)")
+        paths.reports_folder(yaml.safe_load(body), source=f"{params_path} (composed)")
     except InputError:
         _restore(recorded_path, before)
         raise
@@ -355,3 +369,4 @@ def check_composed(params_path: str | Path, conf_dir: str | Path) -> None:
             file=str(path),
         )
     check_grid(yaml.safe_load(body) or {}, source=str(path))
+    paths.reports_folder(yaml.safe_load(body) or {}, source=str(path))

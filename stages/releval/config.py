@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 
 import yaml
 
+from releval import paths
 from releval.errors import InputError
 
 T = TypeVar("T")
@@ -22,6 +23,15 @@ def load_params(path: str | Path = "params.yaml") -> dict[str, Any]:
     if not isinstance(params, dict):
         raise InputError("expected a mapping at the top level", file=str(path))
     return params
+
+
+def reports_folder(params_path: str | Path = paths.PARAMS) -> str:
+    """The active dataset's reports folder (:func:`releval.paths.reports_folder`) as params.yaml names it;
+    ``paths.REPORTS`` where there is no params.yaml (nothing composed yet)."""
+    path = Path(params_path)
+    if not path.exists():
+        return paths.REPORTS
+    return paths.reports_folder(load_params(path), source=str(path))
 
 
 def section(params: dict[str, Any], dotted: str, *, file: str = "params.yaml") -> Any:

@@ -7,7 +7,12 @@ deps and outs (tests/test_paths.py checks that they agree). A stage given a fold
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
+
+from releval.errors import InputError
 
 CONF = "conf"
 PARAMS = "params.yaml"
@@ -33,8 +38,16 @@ DENSE_RUNS = f"{RUNS}/dense"
 BM25_RUNS = f"{RUNS}/bm25"
 FUSED_RUNS = f"{RUNS}/fused"
 RERANKED_RUNS = f"{RUNS}/rerank"
+EXTERNAL_RUNS = f"{RUNS}/external"  # run files produced elsewhere (stages/external.py)
+EXTERNAL_DECLARED = f"{EXTERNAL_RUNS}/declared.json"
 
 REPORTS = "reports"
+# params.yaml's key naming the active dataset's reports folder, which dvc.yaml templates as
+# ${reports_dir}: REPORTS itself for the default dataset (its config says `reports: reports`),
+# REPORTS/<dataset name> for any other (conf/config.yaml composes it), so that switching datasets
+# never writes over another dataset's reports. Paths below are the default dataset's: rebase them.
+REPORTS_DIR_KEY = "reports_dir"
+REPORTS_DIR_VAR = "${" + REPORTS_DIR_KEY + "}"  # as dvc.yaml writes it
 METRICS = f"{REPORTS}/metrics.json"
 QUALITY = f"{REPORTS}/quality.json"  # the DVC metrics file of quality
 OPS = f"{REPORTS}/ops.json"  # the DVC metrics file of machine figures
@@ -73,3 +86,40 @@ def rebase(path: str, default_folder: str, folder: str | Path) -> Path:
     the result is ``path`` itself.
     """
     return Path(folder) / Path(path).relative_to(default_folder)
+
+
+_FOLDER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def reports_folder(params: Mapping[str, Any], source: str = PARAMS) -> str:
+    """The active dataset's reports folder: ``params[REPORTS_DIR_KEY]``, or REPORTS when params lack it.
+
+    It is REPORTS or one folder directly under it, never one of the default dataset's own outputs
+    there (``reports/plots``, ``reports/holdout``, ...): DVC would see two stages writing one path.
+    """
+    folder = params.get(REPORTS_DIR_KEY, REPORTS)
+    if folder == REPORTS:
+        return REPORTS
+    name = folder.partition(REPORTS + "/")[2] if isinstance(folder, str) else ""
+    if not _FOLDER_NAME.fullmatch(name):
+        raise InputError(
+            f"expected {REPORTS!r} or {REPORTS}/<dataset name> (letters, digits, '.', '_', '-'), got {folder!r}",
+            file=source,
+            field=REPORTS_DIR_KEY,
+        )
+    if name in _default_report_names():
+        raise InputError(
+            f"{folder!r} is where the default dataset writes {name}; name the dataset otherwise",
+            file=source,
+            field=REPORTS_DIR_KEY,
+        )
+    return folder
+
+
+def _default_report_names() -> set[str]:
+    """The first path part of every file or folder this module declares under REPORTS."""
+    return {
+        Path(value).relative_to(REPORTS).parts[0]
+        for name, value in globals().items()
+        if name.isupper() and isinstance(value, str) and value.startswith(REPORTS + "/")
+    }

@@ -545,3 +545,77 @@ def test_slices_under_the_minimum_get_numbers_but_no_verdict(tmp_path, capsys):
     # --slice on a slice under the minimum: numbers, no verdict
     _, out, _ = proj.cli(capsys, "compare", "a", "b", "--slice", "tiny", "--json", "--resamples", "1000")
     assert json.loads(out)["verdict"] == "too few queries"
+
+
+# --------------------------------------------------------------------------- thin evidence
+
+
+def test_queries_needed_on_a_hand_computed_example():
+    """SD of per-query differences 0.15, observed difference 0.03, 85 queries: the normal
+    approximation ((1.95996 + 0.84162) * 0.15 / 0.03)^2 = 14.0079^2 = 196.2 gives 197; the paired
+    t-test's heavier tails need two more, 199 (statsmodels' TTestPower: 198.15, rounded up)."""
+    assert stats.queries_needed(0.15, 0.03) == 199
+    assert math.ceil(TTestPower().solve_power(effect_size=0.03 / 0.15, alpha=0.05, power=0.8)) == 199
+    figure = stats.power_figure(0.15, 0.03, 85)
+    assert compare.thin_evidence(figure, "ndcg@10") == (
+        "85 queries; to detect the observed ndcg@10 difference of 0.0300 at 80% power you would need about "
+        "199 queries (SD of per-query differences 0.1500; `releval power --sd 0.15 --delta 0.03`)"
+    )
+    assert compare.thin_evidence(stats.power_figure(0.15, 0.03, 199), "ndcg@10") is None  # enough queries
+    # A difference under a quarter of what 85 queries resolve is about zero: say what they resolve.
+    resolvable = TTestPower().solve_power(nobs=85, alpha=0.05, power=0.8) * 0.15
+    assert compare.thin_evidence(stats.power_figure(0.15, 0.001, 85), "ndcg@10") == (
+        f"85 queries; the observed ndcg@10 difference +0.0010 is about zero next to the smallest these queries "
+        f"resolve, {resolvable:.4f} at 80% power (SD of per-query differences 0.1500): a smaller true difference "
+        "would go unseen"
+    )
+
+
+def thin_project(tmp_path) -> Project:
+    """20 queries: a small gain lost in the noise, none at all, and a large one."""
+    proj = Project(tmp_path)
+    n = 20
+    rng = np.random.default_rng(14)
+    base = rng.uniform(0.3, 0.7, n)
+    effects = {"base": 0.0, "small": 0.02, "same": 0.0, "large": 0.2}
+    scores = {cid: {"ndcg@10": (base + effect + rng.normal(0, 0.05, n)).tolist()} for cid, effect in effects.items()}
+    scores["same"] = {"ndcg@10": (np.array(scores["base"]["ndcg@10"]) + rng.normal(0, 0.05, n)).tolist()}
+    proj.write_reports(scores, qids(n))
+    proj.write_queries(qids(n))
+    return proj
+
+
+def test_an_inconclusive_comparison_on_few_queries_says_how_many_would_settle_it(tmp_path, capsys):
+    project = thin_project(tmp_path)
+    _, out, _ = project.cli(capsys, "compare", "base", "small", "--json", "--resamples", "1000")
+    result = json.loads(out)
+    assert result["verdict"] == "inconclusive"
+    sd, delta = result["power"]["sd"], result["primary"]["mean_difference"]
+    needed = math.ceil(TTestPower().solve_power(effect_size=abs(delta) / sd, alpha=0.05, power=0.8))
+    assert needed > 20
+    expected = (
+        f"20 queries; to detect the observed ndcg@10 difference of {abs(delta):.4f} at 80% power you would need "
+        f"about {needed} queries (SD of per-query differences {sd:.4f}; `{result['power']['command']}`)"
+    )
+    assert result["thin_evidence"] == expected
+    _, text, _ = project.cli(capsys, "compare", "base", "small", "--resamples", "1000")
+    assert f"   thin evidence: {expected}" in text.splitlines()
+    # A significant difference is settled: nothing to add.
+    _, text, _ = project.cli(capsys, "compare", "base", "large", "--resamples", "1000")
+    assert "IMPROVEMENT" in text and "thin evidence" not in text
+
+
+def test_the_grid_says_when_its_queries_are_too_few_for_the_differences_seen(tmp_path, capsys):
+    project = thin_project(tmp_path)
+    _, out, _ = project.cli(capsys, "compare", "--grid", "--json", "--resamples", "1000", "--thresholds", "")
+    grid = json.loads(out)
+    inconclusive = [r for r in grid["configs"] if r["verdict"] == "inconclusive"]
+    assert {r["config_id"] for r in inconclusive} >= {"small", "same"}
+    sentence = grid["thin_evidence"]
+    assert sentence.startswith(f"20 queries are too few for {len(inconclusive)} of the 3 differences from base")
+    small = next(r for r in inconclusive if r["config_id"] == "small")
+    needed = stats.queries_needed(small["difference_sd"], small["mean_difference"])
+    assert f"small's {small['mean_difference']:+.4f}, at 80% power you would need about {needed} queries" in sentence
+    assert "(same) differ from it by about zero" in sentence
+    _, text, _ = project.cli(capsys, "compare", "--grid", "--resamples", "1000", "--thresholds", "")
+    assert f"thin evidence: {sentence}" in text.splitlines()

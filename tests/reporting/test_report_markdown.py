@@ -300,3 +300,43 @@ def test_holdout_queries_stay_out_of_the_threshold_check():
     contract = {**Contract().to_dict(), "metrics": ["hit@1"]}
     means = compare.threshold_means({"a": run}, holdout.restrict(qrels, ["q1", "q2"]), contract, "hit@1", (1, 3, 4))
     assert means == {1: {"a": 0.5}, 3: {"a": 0.0}, 4: None}
+
+
+def test_the_conclusion_says_when_the_queries_are_too_few_for_the_differences_seen():
+    """30 queries, a candidate about 0.01 better in noise of SD 0.05: inconclusive, and the conclusion
+    names the queries a paired t-test would need for that difference (statsmodels' TTestPower)."""
+    from releval.measurement import compare
+    from releval.reporting.evaluation_report import conclusion_markdown
+
+    rng = np.random.default_rng(5)
+    base = rng.uniform(0.3, 0.7, 30)
+    close = base + rng.normal(0.02, 0.05, 30)
+    per_query = pl.DataFrame(
+        {
+            "config_id": ["a"] * 30 + ["b"] * 30,
+            "query_id": [f"q{i:02d}" for i in range(30)] * 2,
+            "ndcg@10": np.concatenate([base, close]),
+        }
+    )
+    grid = compare.compare_grid(per_query, "a", "ndcg@10", n_resamples=RESAMPLES)
+    assert grid.rows[0].verdict == "inconclusive"
+    differences = close - base
+    sd = float(np.std(differences, ddof=1))
+    needed = math.ceil(TTestPower().solve_power(effect_size=abs(differences.mean()) / sd, alpha=0.05, power=0.8))
+    assert needed > 30
+    thin = next(line for line in conclusion_markdown(grid, {"a": {}, "b": {}}, "ndcg@10") if "Thin" in line)
+    assert thin == (
+        f"- Thin evidence: 30 queries are too few for 1 of the 1 differences from `a` called inconclusive: "
+        f"to detect the largest observed difference, `b`'s {differences.mean():+.4f}, at 80% power you would need "
+        f"about {needed} queries (SD of per-query differences {sd:.4f}; "
+        f"`releval power --sd {sd:.4g} --delta {abs(differences.mean()):.4g}`)."
+    )
+
+
+def test_report_md_says_when_the_queries_are_too_few(built):
+    """The constructed candidate is inconclusive on 40 queries: report.md's conclusion and its
+    comparison block say how many queries its observed difference would need."""
+    _, markdown = built
+    conclusion = markdown.split("**Conclusion**")[1].split("\nCard `")[0]
+    assert "- Thin evidence: 40 queries are too few for " in conclusion
+    assert "   thin evidence: 40 queries; " in markdown and "you would need about " in markdown

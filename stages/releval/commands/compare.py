@@ -48,6 +48,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from releval import config
 from releval.errors import InputError
 from releval.measurement import compare, comparisons
 
@@ -60,6 +61,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "candidate_ref", nargs="?", metavar="CANDIDATE", help="configuration id, run file, or REV:config_id"
     )
     comparisons.add_source_arguments(parser)
+    parser.set_defaults(reports=None)  # the active dataset's folder, read from --params
     parser.add_argument("--slice", dest="slice_name", default=None, help="compare only the queries carrying this slice")
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     grid = parser.add_argument_group("grid-wide comparison")
@@ -86,6 +88,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.reports is None:
+        args.reports = config.reports_folder(args.params)
     sources = comparisons.Sources.from_args(args)
     if args.grid:
         if args.candidate_ref is not None:

@@ -50,6 +50,7 @@ import argparse
 import sys
 import traceback
 
+from releval import config
 from releval.errors import InputError
 from releval.measurement import compare, comparisons
 
@@ -85,9 +86,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "(e.g. 0.02); default: fail only on a significant regression, so an inconclusive drop passes",
     )
     comparisons.add_source_arguments(parser)
+    parser.set_defaults(reports=None)  # the active dataset's folder (params.yaml reports_dir)
 
 
 def _gate(args: argparse.Namespace) -> int:
+    if args.reports is None:
+        args.reports = config.reports_folder()
     sources = comparisons.Sources.from_args(args)
     report = comparisons.pair_report(
         sources,

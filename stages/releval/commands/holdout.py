@@ -14,7 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from releval.config import load_params, section
+from releval.config import load_params, reports_folder, section
 from releval.measurement import holdout
 from releval.measurement.holdout_stages import run_stages
 from releval.retrieval import runs
@@ -28,13 +28,19 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default="holdout",
         help="holdout (default) or all (dev and holdout together)",
     )
-    parser.add_argument("--reports", default=paths.HOLDOUT_REPORTS, help="where its scores go")
+    parser.add_argument(
+        "--reports",
+        default=None,
+        help=f"where its scores go (default: {paths.HOLDOUT_REPORTS}, under the active dataset's reports folder)",
+    )
     parser.add_argument("--queries", default=paths.QUERIES, help="the queries stage's table (default: %(default)s)")
     parser.add_argument("--log", default=str(holdout.DEFAULT_LOG))
     parser.add_argument("--who", help="who opens it (default: git config user.name)")
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.reports is None:
+        args.reports = str(paths.rebase(paths.HOLDOUT_REPORTS, paths.REPORTS, reports_folder()))
     grid = section(load_params(), "grid")
     sealed = holdout.split_counts(holdout.read_queries_table(args.queries), source=args.queries)["holdout"]
     if not sealed:

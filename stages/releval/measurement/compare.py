@@ -52,6 +52,11 @@ EVALUATION_SET_FIELDS = ("dataset", "judgments_version", "judgments_sha256", "qu
 DEFAULT_SECONDARY = ("recall@20", "recall@100", "hit@10")
 BPREF = "bpref"
 THRESHOLDS = (1, 2, 3)
+# An observed difference below this share of the smallest one the queries resolve counts as about
+# zero: detecting it would take over (1 / 0.25)^2 = 16 times the queries, so what the queries do
+# resolve is the useful figure.
+ABOUT_ZERO_SHARE = 0.25
+INCONCLUSIVE = "inconclusive"
 
 
 class NotComparable(InputError):
@@ -544,6 +549,85 @@ def _holm(comparison: stats.Comparison, family: str) -> str:
     return f", Holm over {comparison.family_size} {family} {format_p(comparison.adjusted_p_value)}"
 
 
+def about_zero(power: stats.PowerFigure) -> bool:
+    """The observed difference is about zero next to the smallest the queries resolve (:data:`ABOUT_ZERO_SHARE`)."""
+    if power.resolvable is None:
+        return False
+    return power.beyond_max or abs(power.mean_difference) < ABOUT_ZERO_SHARE * power.resolvable
+
+
+def needs_more_queries(power: stats.PowerFigure) -> bool:
+    """The queries are too few for the difference seen: it is about zero, or detecting a true
+    difference of its size at the figure's power takes more queries than there are."""
+    if power.sd is None or power.sd == 0.0 or power.resolvable is None:
+        return False
+    if about_zero(power):
+        return True
+    return power.queries_needed is not None and power.queries_needed > power.n_queries
+
+
+def thin_evidence(power: stats.PowerFigure, metric: str) -> str | None:
+    """One sentence when the queries are too few for the difference seen: how many would detect
+    it, or, for a difference of about zero, the smallest difference these queries resolve. None
+    when they suffice or there is no spread to plan from."""
+    if not needs_more_queries(power):
+        return None
+    n, sd = power.n_queries, f"SD of per-query differences {power.sd:.4f}"
+    if about_zero(power):
+        return (
+            f"{n} queries; the observed {metric} difference {_signed(power.mean_difference)} is about zero next to "
+            f"the smallest these queries resolve, {power.resolvable:.4f} at {power.power:.0%} power ({sd}): "
+            "a smaller true difference would go unseen"
+        )
+    return (
+        f"{n} queries; to detect the observed {metric} difference of {abs(power.mean_difference):.4f} at "
+        f"{power.power:.0%} power you would need about {power.queries_needed} queries ({sd}; `{power.command()}`)"
+    )
+
+
+def pair_thin_evidence(report: PairReport) -> str | None:
+    """:func:`thin_evidence` of an inconclusive primary comparison (a verdict, or its absence for
+    a coverage reason, is not a question of how many queries)."""
+    if report.primary.verdict != INCONCLUSIVE:
+        return None
+    return thin_evidence(report.power, report.metric)
+
+
+def grid_thin_evidence(report: GridReport, name: Callable[[str], str] = str) -> str | None:
+    """When the grid's queries are too few for the differences from the baseline it calls
+    inconclusive: how many queries the largest would need, and how many are about zero next to
+    what the queries resolve. None when every inconclusive difference is resolvable."""
+    figures = {
+        row.config_id: stats.power_figure(row.difference_sd, row.mean_difference, report.n_queries, report.alpha)
+        for row in report.rows
+        if row.verdict == INCONCLUSIVE
+    }
+    short = {cid: figure for cid, figure in figures.items() if needs_more_queries(figure)}
+    if not short:
+        return None
+    parts = []
+    sizeable = {cid: f for cid, f in short.items() if not about_zero(f)}
+    if sizeable:
+        cid, f = max(sizeable.items(), key=lambda item: (abs(item[1].mean_difference), item[0]))
+        parts.append(
+            f"to detect the largest observed difference, {name(cid)}'s {_signed(f.mean_difference)}, at "
+            f"{f.power:.0%} power you would need about {f.queries_needed} queries "
+            f"(SD of per-query differences {f.sd:.4f}; `{f.command()}`)"
+        )
+    zero = {cid: f for cid, f in short.items() if about_zero(f)}
+    if zero:
+        low, high = min(f.resolvable for f in zero.values()), max(f.resolvable for f in zero.values())
+        span = f"{low:.4f}" if f"{low:.4f}" == f"{high:.4f}" else f"{low:.4f}–{high:.4f}"
+        parts.append(
+            f"{len(zero)} ({', '.join(name(cid) for cid in sorted(zero))}) differ from it by about zero, "
+            f"below the {span} these queries resolve at {next(iter(zero.values())).power:.0%} power"
+        )
+    return (
+        f"{report.n_queries} queries are too few for {len(short)} of the {len(report.rows)} differences "
+        f"from {name(report.baseline)} called inconclusive: " + "; ".join(parts)
+    )
+
+
 def render_pair(report: PairReport, family: str = "comparisons") -> str:
     """The six-line report, a seventh on judging coverage when the contract lists a judged@k
     (:meth:`Coverage.sentence`), then one line per slice when the queries carry slices.
@@ -576,6 +660,9 @@ def render_pair(report: PairReport, family: str = "comparisons") -> str:
         f"best: {_change(p.best_improvement, report.texts)}",
         f"6. power: {report.power.sentence()}",
     ]
+    thin = pair_thin_evidence(report)
+    if thin is not None:
+        lines.append(f"   thin evidence: {thin}")
     if report.coverage is not None:
         lines.append(f"7. coverage: {report.coverage.sentence()}")
     for result in report.slices:
@@ -621,6 +708,7 @@ def pair_to_dict(report: PairReport) -> dict[str, Any]:
         "kind": report.kind,
         "primary": _comparison_dict(report.primary, report.texts),
         "power": report.power.to_dict(),
+        "thin_evidence": pair_thin_evidence(report),
         "secondary": {name: _comparison_dict(c, report.texts) for name, c in report.secondary.items()},
         "slices": {r.name: _comparison_dict(r.comparison, report.texts) for r in report.slices},
         "minimum_slice_queries": stats.MIN_SLICE_QUERIES,
@@ -984,6 +1072,9 @@ def render_grid(report: GridReport) -> str:
     )
     lines.append(f"winner by relevance threshold: {threshold_sentence(report.thresholds)}")
     lines.append(f"to settle the best: {settle_sentence(report)}")
+    thin = grid_thin_evidence(report)
+    if thin is not None:
+        lines.append(f"thin evidence: {thin}")
     return "\n".join(lines)
 
 
@@ -1077,6 +1168,7 @@ def grid_to_dict(report: GridReport) -> dict[str, Any]:
         "indistinguishable_from_best": list(report.best.indistinguishable),
         "runner_up": report.runner_up,
         "settle": None if report.settle is None else report.settle.to_dict(),
+        "thin_evidence": grid_thin_evidence(report),
         "adjusted_p_vs_best": report.best.adjusted_p_values,
         "winner_frequencies": report.winner_frequencies,
         "score_spread": {

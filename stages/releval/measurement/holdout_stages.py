@@ -69,6 +69,8 @@ def stage_commands(grid: dict, split: str, scratch: Path, reports: Path) -> list
                         str(run_root),
                     ]
                 )
+    for name in grid.get("external") or []:
+        commands.append(["stages/external.py", "--name", name, *split_arg, "--runs-root", str(run_root)])
     for key in grid.get("fused") or {}:
         commands.append(["stages/fuse.py", "--fused", key, "--runs-root", str(run_root)])
     for name in grid.get("reranked") or {}:

@@ -52,7 +52,7 @@ from typing import Any
 
 import polars as pl
 
-from releval import io
+from releval import config, io
 from releval.measurement import holdout, scoring
 from releval.provenance import archive, revisions
 from releval.retrieval import runs
@@ -80,6 +80,15 @@ PACKAGES = (
 )
 METRICS_FILE = paths.METRICS
 LINEAGE_FILE = paths.LINEAGE
+
+
+def reports_files(root: Path) -> tuple[str, str]:
+    """(metrics.json, lineage.json) of the dataset params.yaml at ``root`` names (reports/<name>/ if not default)."""
+    folder = config.reports_folder(root / paths.PARAMS)
+    return (
+        paths.rebase(METRICS_FILE, paths.REPORTS, folder).as_posix(),
+        paths.rebase(LINEAGE_FILE, paths.REPORTS, folder).as_posix(),
+    )
 QRELS_FILE = paths.QRELS
 QUERIES_FILE = paths.QUERIES
 JUDGMENTS_META = paths.JUDGMENTS_META
@@ -339,12 +348,13 @@ def package_versions(names: Sequence[str] = PACKAGES) -> dict[str, str]:
 def assemble(root: str | Path, ref: MetricRef) -> Lineage:
     """The lineage of one number of reports/metrics.json in the repository at ``root``."""
     root = Path(root)
-    metrics = _read_json(root / METRICS_FILE, root)
+    metrics_file, lineage_file = reports_files(root)
+    metrics = _read_json(root / metrics_file, root)
     value = _value(metrics, ref)
-    lineage_doc = _read_json(root / LINEAGE_FILE, root)
+    lineage_doc = _read_json(root / lineage_file, root)
     entry = lineage_doc.get(ref.config_id) or {}
     lock = revisions.read_lock_stages(root)
-    writer = next((n for n, s in lock.items() if any(o["path"] == METRICS_FILE for o in s.get("outs") or [])), None)
+    writer = next((n for n, s in lock.items() if any(o["path"] == metrics_file for o in s.get("outs") or [])), None)
     run_dir = entry.get("run_dir")
     run_stage = next(iter(producers(lock, run_dir)), None) if run_dir else None
     start = [s for s in (run_stage, *producers(lock, QRELS_FILE), *producers(lock, QUERIES_FILE)) if s]
@@ -958,8 +968,9 @@ def verify_all(
 def verify_numbers(root: str | Path, desc: str | None = None) -> list[Link]:
     """The recompute links of :func:`verify_all` (``desc``: see :func:`recompute`)."""
     root = Path(root)
-    metrics = _read_json(root / METRICS_FILE, root)
-    lineage_doc = _read_json(root / LINEAGE_FILE, root)
+    metrics_file, lineage_file = reports_files(root)
+    metrics = _read_json(root / metrics_file, root)
+    lineage_doc = _read_json(root / lineage_file, root)
     contract = metrics.get("contract") or {}
     configs = metrics.get("configs") or {}
     links = []

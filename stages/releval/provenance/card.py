@@ -235,6 +235,7 @@ def build_card(
     holdout: Mapping[str, Any],
     code: Mapping[str, Any],
     rubric: Mapping[str, Any] | None = None,
+    external: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The evaluation card.
 
@@ -245,7 +246,8 @@ def build_card(
     inputs (code, params, data, judgments) made the results -- the last commit that changed one, so
     a commit that only adds results does not move it -- whether the inputs differed from HEAD
     (``dirty``) and which (``dirty_paths``); the outputs being written never count
-    (:func:`releval.reporting.card_inputs.code_state`).
+    (:func:`releval.reporting.card_inputs.code_state`). ``external``: the run files produced
+    elsewhere that were scored (:func:`external_runs`); recorded, not part of the card's identity.
     """
     threshold = int(contract.get("rel_threshold", 1))
     card = {
@@ -309,8 +311,27 @@ def build_card(
             "dirty_paths": list(code.get("dirty_paths") or []),
         },
     }
+    if external:
+        card["external_runs"] = {str(cid): dict(record) for cid, record in sorted(external.items())}
     card["card_id"] = card_id(card)
     return card
+
+
+EXTERNAL_RECORD = ("path", "format", "sha256", "description", "unit")
+
+
+def external_record(run_meta: Mapping[str, Any]) -> dict[str, Any] | None:
+    """What the card says of an external run (its run.json's ``external``): file, format, sha256,
+    the declared description and unit; None for a run the pipeline made."""
+    record = run_meta.get("external")
+    if not record:
+        return None
+    return {key: record.get(key) for key in EXTERNAL_RECORD}
+
+
+def external_runs(run_metas: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Configuration id -> :func:`external_record`, for the external runs among ``run_metas``."""
+    return {cid: rec for cid, meta in sorted(run_metas.items()) if (rec := external_record(meta or {})) is not None}
 
 
 def declared_protocol(model_cfg: Mapping[str, Any]) -> dict[str, Any]:
@@ -416,7 +437,8 @@ def build_observation(
     }
     slice_scores = scores.get("slices") if scores.get("slices") is not None else (slices or {})
     counts = scores.get("counts") or {}
-    return {
+    external = external_record(run_meta)
+    observation = {
         "schema": OBSERVATION_SCHEMA,
         "card_id": card["card_id"],
         "config_id": config_id,
@@ -447,6 +469,9 @@ def build_observation(
         "run": {"dir": lineage.get("run_dir"), "sha256": lineage.get("run_sha256")},
         "warnings": list(warnings),
     }
+    if external is not None:
+        observation["external"] = external
+    return observation
 
 
 def _role(name: str, first_stage: str | None, run_meta: Mapping[str, Any]) -> str:
@@ -548,12 +573,26 @@ class _Enum:
         self.values = values
 
 
+class _Absent:
+    """A key that may be left out (when present, its value must match ``spec``)."""
+
+    def __init__(self, spec):
+        self.spec = spec
+
+
 _NUM = (int, float)
 _STR = str
 _ANY = object
 
 _PROTOCOL = _Map(_ANY)
 _HOLDOUT_ENTRY = {"when": _STR, "who": _STR, "split": _STR, "configs": _List(_STR), "command": _STR}
+_EXTERNAL = {
+    "path": _STR,
+    "format": _STR,
+    "sha256": _STR,
+    "description": {"system": _STR, "produced": _STR, "by": _STR},
+    "unit": _STR,
+}
 
 CARD_SPEC = {
     "schema": _Enum(CARD_SCHEMA),
@@ -620,6 +659,7 @@ CARD_SPEC = {
         "log": _Opt(_STR),
     },
     "code": {"commit": _Opt(_STR), "dirty": bool, "dirty_paths": _List(_STR)},
+    "external_runs": _Absent(_Map(_EXTERNAL)),
 }
 
 OBSERVATION_SPEC = {
@@ -645,10 +685,14 @@ OBSERVATION_SPEC = {
     "ops": {name: _Opt(_NUM) for name in OPS_FIELDS},
     "run": {"dir": _Opt(_STR), "sha256": _Opt(_STR)},
     "warnings": _List(_STR),
+    "external": _Absent(_EXTERNAL),
 }
 
 
 def _check(value: Any, spec: Any, path: str, errors: list[InputError], source: str) -> None:
+    if isinstance(spec, _Absent):
+        _check(value, spec.spec, path, errors, source)
+        return
     if isinstance(spec, _Opt):
         if value is not None:
             _check(value, spec.spec, path, errors, source)
@@ -670,7 +714,7 @@ def _check(value: Any, spec: Any, path: str, errors: list[InputError], source: s
             errors.append(InputError(f"must be an object, got {_type(value)}", file=source, field=path))
             return
         for key in spec:
-            if key not in value:
+            if key not in value and not isinstance(spec[key], _Absent):
                 errors.append(InputError("missing", file=source, field=_join(path, key)))
         for key in value:
             if key not in spec:

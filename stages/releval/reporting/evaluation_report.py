@@ -126,6 +126,7 @@ def build_report(
         holdout=card_inputs.holdout_record(log_entries, split_counts, contract, inputs.holdout_log),
         code=card_inputs.code_state(),
         rubric=card_inputs.rubric_info(inputs.judgments_meta),
+        external=cards.external_runs(run_metas),
     )
     cards.validate_card(card, str(paths.rebase(paths.CARD, paths.REPORTS, inputs.reports)))
     warnings = configuration_warnings(configs, run_metas, contract)
@@ -177,6 +178,7 @@ def build_report(
         seed=seed,
         worst=worst,
         threshold_means=compare.threshold_means(doc_runs, scored_qrels, contract, primary) if len(order) > 1 else None,
+        reports=inputs.reports,
     )
     page = plots.html_page(
         plots.read_template(template),
@@ -274,15 +276,21 @@ def report_markdown(
     seed: int,
     worst: int,
     threshold_means: Mapping[int, Mapping[str, float] | None] | None = None,
+    reports: str | Path = paths.REPORTS,
 ) -> str:
     """report.md: a conclusion, the grid with intervals, comparisons against the baseline (one
     verdict each: the grid's Holm-adjusted one, or coverage-confounded), slices, the worst
     queries, the card and the warnings. ``threshold_means`` (:func:`compare.threshold_means`)
-    adds the winner at each relevance threshold.
+    adds the winner at each relevance threshold. ``reports``: the folder it is written to, named
+    with the plots and machine figures beside it.
 
     The grid shows judged@k as columns and marks a saturated recall cutoff ``1.0000 (sat.)``
     (:func:`scoring.saturation` of the card's corpus)."""
     ci = {row["config_id"]: row for row in intervals}
+
+    def here(path: str) -> str:
+        return paths.rebase(path, paths.REPORTS, reports).as_posix()
+
     quality = table_quality_metrics(contract["metrics"])
     coverage = [m for m in contract["metrics"] if m.startswith("judged@")]
     saturation = scoring.saturation(contract["metrics"], int(card["corpus"]["documents"]))
@@ -314,7 +322,7 @@ def report_markdown(
         "",
         f"Card `{card['card_id']}`; judgments {card['judgments']['version']}; "
         f"{card['queries']['count']} queries scored (split {card['queries']['split']}); "
-        f"baseline `{baseline}`. Plots: {paths.REPORT_HTML} (opens offline), {paths.PLOTS}/*.png.",
+        f"baseline `{baseline}`. Plots: {here(paths.REPORT_HTML)} (opens offline), {here(paths.PLOTS)}/*.png.",
         "",
         "## Grid",
         "",
@@ -336,7 +344,7 @@ def report_markdown(
     lines += [
         "",
         f"Intervals: percentile bootstrap over queries, {resamples} resamples, seed {seed}. "
-        f"Throughput, latency and memory depend on the machine: {paths.OPS_MD}.",
+        f"Throughput, latency and memory depend on the machine: {here(paths.OPS_MD)}.",
         "",
     ]
     notes = [
@@ -431,8 +439,8 @@ def report_markdown(
 
 def conclusion_markdown(grid: compare.GridReport | None, configs: Mapping[str, Any], primary: str) -> list[str]:
     """report.md's opening: the best configuration, those indistinguishable from it, how often
-    it wins under query resampling, what would settle it, and whether the relevance threshold
-    changes the winner."""
+    it wins under query resampling, what would settle it, whether the queries are too few for the
+    differences from the baseline, and whether the relevance threshold changes the winner."""
     if grid is None:
         (only,) = configs
         value = configs[only][primary]
@@ -458,6 +466,9 @@ def conclusion_markdown(grid: compare.GridReport | None, configs: Mapping[str, A
         + (f" (most often: {', '.join(top)})." if len(top) > 1 else ".")
     )
     lines.append(f"- To settle it: {compare.settle_sentence(grid, lambda name: f'`{name}`')}.")
+    thin = compare.grid_thin_evidence(grid, lambda name: f"`{name}`")
+    if thin is not None:
+        lines.append(f"- Thin evidence: {thin}.")
     if grid.thresholds is not None:
         lines.append(f"- Winner by relevance threshold: {compare.threshold_sentence(grid.thresholds)}.")
     confounded = grid.confounded()

@@ -39,18 +39,59 @@ def fused_id(fusion: str, model: str, chunking: str) -> str:
     return f"{fusion}({model},bm25)/{chunking}"
 
 
+EXTERNAL = "external"
+DOCUMENTS_UNIT = "documents"  # the "chunking" of a fusion whose members are all external runs
+
+
+def external_id(name: str) -> str:
+    """A run file produced elsewhere (``grid.external``): ``external/prod``."""
+    return f"{EXTERNAL}/{name}"
+
+
+def is_external(config_id: str) -> bool:
+    return config_id.startswith(f"{EXTERNAL}/")
+
+
+def member_name(member: str) -> str:
+    """How a fused run names one member (its weight's key): ``minilm``, ``bm25``, ``external/prod``."""
+    cid = run_path_id(member)
+    return cid if is_external(cid) else cid.rsplit("/", 1)[0]
+
+
 def multi_fused_id(fusion: str, members: Sequence[str]) -> str:
-    """A fusion of several first-stage runs of one chunking: ``rrf(splade,minilm)/c256``."""
+    """A fusion of several first-stage runs of one chunking: ``rrf(splade,minilm)/c256``.
+
+    External runs (document level) fuse with runs of any one chunking: ``rrf(external/prod,minilm)/c256``,
+    or ``rrf(external/a,external/b)/documents`` when every member is external."""
     ids = [run_path_id(member) for member in members]
-    chunkings = {cid.rsplit("/", 1)[1] for cid in ids}
-    if len(ids) < 2 or len(chunkings) != 1:
+    chunkings = {cid.rsplit("/", 1)[1] for cid in ids if not is_external(cid)}
+    if len(ids) < 2 or len(chunkings) > 1 or len(set(ids)) != len(ids):
         raise InputError(
-            f"a fusion needs two or more first-stage runs of one chunking, got {list(members)}",
+            f"a fusion needs two or more distinct first-stage runs of one chunking, got {list(members)}",
             file="params.yaml",
             field="grid.fused",
         )
-    names = [cid.rsplit("/", 1)[0] for cid in ids]
-    return f"{fusion}({','.join(names)})/{chunkings.pop()}"
+    names = [member_name(member) for member in members]
+    return f"{fusion}({','.join(names)})/{chunkings.pop() if chunkings else DOCUMENTS_UNIT}"
+
+
+def fusion_inputs(loaded: Sequence[tuple[pl.DataFrame, dict[str, Any]]]) -> list[pl.DataFrame]:
+    """The runs a fusion combines. Chunk runs of one chunking fuse chunk by chunk, as they are; when
+    a member is an external run (its ids are not the pipeline's chunks), every member is collapsed
+    to documents first (each document at its best chunk's score, ranked 1, 2, ... among documents,
+    the chunk id becoming the document id), so the fusion is over documents, the unit the runs share."""
+    if not any(meta.get("kind") == EXTERNAL for _, meta in loaded):
+        return [run for run, _ in loaded]
+    return [
+        collapse_to_documents(run)
+        .sort("query_id", "rank", maintain_order=True)
+        .with_columns(
+            pl.col("doc_id").alias("chunk_id"),
+            pl.int_range(1, pl.len() + 1).over("query_id").cast(pl.Int64).alias("rank"),
+        )
+        .select(CHUNK_RUN.columns)
+        for run, _ in loaded
+    ]
 
 
 def reranked_id(base_id: str, reranker: str) -> str:
@@ -65,6 +106,7 @@ def grid_config_ids(grid: dict) -> list[str]:
         for model in grid["models"]:
             ids.append(dense_id(model, chunking))
             ids.extend(fused_id(fusion, model, chunking) for fusion in grid.get("fusions") or [])
+    ids.extend(external_id(name) for name in grid.get("external") or [])
     for entry in (grid.get("fused") or {}).values():
         ids.append(multi_fused_id(entry["fusion"], entry["runs"]))
     for entry in (grid.get("reranked") or {}).values():
@@ -82,6 +124,8 @@ def grid_run_folders(grid: dict, root: str | Path) -> dict[str, Path]:
             folders[dense_id(model, chunking)] = root / "dense" / model / chunking
             for fusion in grid.get("fusions") or []:
                 folders[fused_id(fusion, model, chunking)] = root / "fused" / fusion / model / chunking
+    for name in grid.get("external") or []:
+        folders[external_id(name)] = root / EXTERNAL / name
     for key, entry in (grid.get("fused") or {}).items():
         folders[multi_fused_id(entry["fusion"], entry["runs"])] = root / "fused" / key
     for key, entry in (grid.get("reranked") or {}).items():
@@ -109,8 +153,10 @@ def grid_runs(grid: dict, root: str | Path) -> tuple[list[Path], list[Path]]:
 def run_path_id(path: str, grid: dict | None = None) -> str:
     """The configuration id of a first-stage run folder under data/work/runs (``dense/minilm/c256`` →
     ``minilm/c256``; any model family's runs live under ``dense/``). ``fused/<key>`` names an entry
-    of ``grid.fused``, resolved through ``grid``."""
+    of ``grid.fused``, resolved through ``grid``; ``external/<name>`` a run file produced elsewhere."""
     parts = path.strip("/").split("/")
+    if parts[0] == EXTERNAL and len(parts) == 2:
+        return external_id(parts[1])
     if parts[0] == "dense" and len(parts) == 3:
         return dense_id(parts[1], parts[2])
     if parts[0] == "bm25" and len(parts) == 2:
