@@ -3,6 +3,7 @@
     releval pool --runs RUN [RUN ...] --queries FILE --corpus FILE [--judgments SET_DIR]
                  [--depth 10] --out POOL.csv|POOL.jsonl [--force]
     releval pool --import FILLED --into SET_DIR [--annotator NAME] [--parent SET_DIR]
+                 [--rubric FILE] [--scale 0=...,1=...]
                  [--date YYYY-MM-DD] [--queries FILE] [--corpus FILE]
     releval pool --missing [--depth K] [--judgments SET_DIR] [--out POOL.csv|POOL.jsonl [--force]]
                  [--summary-if-below THRESHOLD]
@@ -28,10 +29,13 @@ judgments ``query_id, doc_id, grade, annotator[, notes]`` (the ``annotator`` col
 ``--annotator``; a row naming another annotator than ``--annotator`` is an error) and go through
 the same validation as ``judgments.jsonl`` against the set's scale, with errors naming the pool
 file and its lines. Nothing is written unless every row is valid. ``--into`` an existing set
-appends and re-seals its manifest; ``--into`` a new directory with ``--parent`` creates a new
-version (the parent's judgments, scale and rubric, plus the new rows; ``parent`` = the parent's
-version, ``date`` = today or ``--date``). The command then prints how many queries' IDCG@10
-moved relative to the base set.
+appends and re-seals its manifest (an empty first version, as `releval init-dataset` writes it,
+included); ``--into`` a new directory with ``--parent`` creates a new version (the parent's
+judgments, scale and rubric, plus the new rows; ``parent`` = the parent's version, ``date`` =
+today or ``--date``); ``--into`` a new directory without ``--parent`` creates a first version
+(``parent: null``) of the new rows alone, on ``--scale`` (default 0-3, as the pydocs rubric), with
+the rubric ``--rubric FILE``, else the dataset's ``RUBRIC.md`` beside the new directory (neither:
+refused). The command then prints how many queries' IDCG@10 moved relative to the base set.
 
 The judging debt (``--missing``). For every configuration the params grid declares (its run
 under data/work/runs; a missing run is an error), the top ``--depth`` documents (default: the k
@@ -60,7 +64,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from releval import paths
-from releval.config import load_params, section
+from releval.config import load_params, reports_folder, section
 from releval.errors import InputError, InputErrors
 from releval.judging.pool import (
     Debt,
@@ -71,6 +75,7 @@ from releval.judging.pool import (
     make_pool,
     write_pool,
 )
+from releval.judging.scaffold import parse_scale
 from releval.measurement.metrics import contract_from_params
 from releval.measurement.scoring import coverage_terms
 from releval.retrieval.runs import grid_config_ids
@@ -97,6 +102,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
     imp.add_argument("--annotator", help="annotator of the rows whose annotator column is empty")
     imp.add_argument("--parent", metavar="SET_DIR", help="when --into does not exist: the version it revises")
     imp.add_argument("--date", help="date of a new version (default today), YYYY-MM-DD")
+    imp.add_argument(
+        "--rubric",
+        metavar="FILE",
+        help="a first version's rubric (--into new, no --parent; default: RUBRIC.md beside the new set)",
+    )
+    imp.add_argument(
+        "--scale", help="a first version's grades, e.g. '0=not relevant,1=partial,2=relevant' (default 0-3)"
+    )
     debt = parser.add_argument_group("the judging debt of the grid")
     debt.add_argument(
         "--missing",
@@ -254,7 +267,7 @@ def _threshold(given: str | None, metric_cfg: dict) -> float | None:
 
 def _summary(debt: Callable[[], Debt], depth: int, threshold: float, grid: dict, active: str, out: Path | None) -> int:
     """The warning block of --summary-if-below, or nothing (the debt is computed only when there is one)."""
-    metrics_path = Path(paths.METRICS)
+    metrics_path = paths.rebase(paths.METRICS, paths.REPORTS, reports_folder())
     if not metrics_path.is_file():
         print(f"WARNING: no {metrics_path}: judged@{depth} not known; run `dvc repro`", file=sys.stderr)
         return 0
@@ -314,6 +327,8 @@ def _import(args: argparse.Namespace) -> int:
         queries_format=args.queries_format,
         corpus=args.corpus,
         corpus_format=args.corpus_format,
+        rubric=args.rubric,
+        scale=parse_scale(args.scale) if args.scale else None,
     )
     moved = ""
     if result.idcg_moved is not None:

@@ -25,6 +25,11 @@ Example ``manifest.yaml``::
     annotators: [alice, bob]
     judgments_sha256: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08
 
+A first version (``parent: null``) may hold no judgments yet (an empty ``judgments.jsonl``):
+`releval init-dataset` writes one, and judgments are added to it with `releval pool --import`.
+Scoring it gives no number: the metric engine refuses ("there are no judgments"). A revision
+(with a parent) must hold judgments.
+
 Versions are never edited in place once scores are reported from them: a revision is a new
 directory whose ``parent`` names the old one; :func:`idcg_change_report` says which queries' ideal
 DCG moved between the two and why.
@@ -57,13 +62,21 @@ from releval.errors import InputError
 from releval.inputs.corpus import judgments_file, read_judgments
 from releval.inputs.schemas import Record, check_references, raise_all, validate_judgment_records, validate_judgments
 from releval.measurement.metrics import GAINS, grade_gains
-from releval.tables import QRELS
+from releval.tables import JUDGMENTS, QRELS
 
 MANIFEST_NAME = "manifest.yaml"
 JUDGMENTS_NAME = "judgments.jsonl"
 MANIFEST_KEYS = ("version", "parent", "date", "scale", "rubric", "annotators", "judgments_sha256")
 OPTIONAL_MANIFEST_KEYS = ("description",)
 QRELS_SCHEMA = QRELS.schema  # the old name, which tests/judging/test_judgment_versions.py imports
+RUBRIC_NAME = "RUBRIC.md"  # a dataset's rubric, beside its judgment sets (data/<dataset>/judgments/RUBRIC.md)
+# The grades of a first version when none are given: the four grades of data/judgments/RUBRIC.md.
+DEFAULT_SCALE: dict[int, str] = {
+    0: "not useful",
+    1: "on topic, points the way",
+    2: "substantial part of the answer",
+    3: "answers the query",
+}
 
 _VERSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -306,7 +319,20 @@ def validate_version(
     manifest, errors = read_manifest(manifest_path, expected_version=directory.name)
     scale = manifest.scale if manifest else None
     annotators = manifest.annotators if manifest else None
-    frame, judgment_errors = validate_judgments(judgments_path, scale, annotators)
+    if _holds_no_records(judgments_path):
+        frame, judgment_errors = pl.DataFrame(schema=JUDGMENTS.schema_with_line), []
+        if manifest is not None and manifest.parent is not None:
+            judgment_errors.append(
+                InputError(
+                    f"empty: a revision of {manifest.parent!r} holds no judgments "
+                    "(only a first version, parent: null, may be empty)",
+                    file=str(judgments_path),
+                    line=1,
+                    field="query_id",
+                )
+            )
+    else:
+        frame, judgment_errors = validate_judgments(judgments_path, scale, annotators)
     errors += judgment_errors
     if manifest is not None and judgments_path.is_file():
         actual = io.sha256_file(judgments_path)
@@ -327,6 +353,14 @@ def validate_version(
     rubric = directory / manifest.rubric
     rubric_sha = io.sha256_file(rubric) if rubric.is_file() else ""
     return JudgmentSet(directory, manifest, frame, rubric_sha), errors
+
+
+def _holds_no_records(path: Path) -> bool:
+    """An existing judgments.jsonl of nothing but blank lines (a BOM allowed): an empty set."""
+    if not path.is_file():
+        return False
+    data = path.read_bytes()
+    return not data.removeprefix(b"\xef\xbb\xbf").strip()
 
 
 def load_version(
@@ -571,36 +605,54 @@ def add_judgments(
     query_ids: Iterable[str] | None = None,
     doc_lengths: Mapping[str, int] | None = None,
     errors: list[InputError] | None = None,
+    rubric: str | os.PathLike | None = None,
+    scale: Mapping[int, str] | None = None,
 ) -> tuple[JudgmentSet, int]:
     """Add judgment records to the set ``into``; nothing is written unless every record is valid.
 
     ``into`` exists: the records are appended to its judgments (they must not repeat an
-    annotator's judgment of a pair) and the manifest is re-sealed, with new annotators added.
-    ``into`` does not exist: it becomes a new version whose parent is ``parent`` (required): the
-    parent's judgments, scale, rubric and other files, plus the records. Records are checked by the
-    same code as judgments.jsonl, against the set's scale; problems name ``source`` and its lines.
-    ``errors``: problems already found while reading the records, raised together with these.
-    Returns the written set and the number of judgments added.
+    annotator's judgment of a pair) and the manifest is re-sealed, with new annotators added; an
+    empty first version (:func:`validate_version`) takes its first judgments this way.
+    ``into`` does not exist: with ``parent``, it becomes a new version of it: the parent's
+    judgments, scale, rubric and other files, plus the records. Without ``parent`` it becomes a
+    first version (``parent: null``) holding only the records, on ``scale`` (default
+    :data:`DEFAULT_SCALE`), with the rubric ``rubric`` (default: :data:`RUBRIC_NAME` beside
+    ``into``, the dataset's rubric; neither is an error): a rubric inside ``into``'s parent
+    folder is referred to by its relative path (``../RUBRIC.md``), any other is copied into the
+    set. ``rubric`` and ``scale`` are refused for an existing set or with ``parent`` (those
+    versions keep their own). Records are checked by the same code as judgments.jsonl, against
+    the set's scale; problems name ``source`` and its lines. ``errors``: problems already found
+    while reading the records, raised together with these. Returns the written set and the
+    number of judgments added.
     """
     into = Path(into)
+    files: dict[str, bytes] = {}
+    if (into.exists() or parent is not None) and (rubric is not None or scale is not None):
+        given = "rubric" if rubric is not None else "scale"
+        raise InputError(
+            f"only a first version (a new set without a parent) takes a {given}; "
+            + ("this set has its own" if into.exists() else "a new version keeps its parent's"),
+            file=str(into),
+            field=given,
+        )
     if into.exists():
         base = load_version(into)
         base_dir = into
         new_manifest = base.manifest
-    else:
-        if parent is None:
-            raise InputError(
-                "no such judgment set; to start a new version from an existing one, name its parent",
-                file=str(into),
-                field="parent",
-            )
+        files = set_files(base_dir)
+    elif parent is not None:
         base = load_version(parent)
         base_dir = Path(parent)
         new_manifest = replace(
             base.manifest, version=into.name, parent=base.manifest.version, date=date or _dt.date.today().isoformat()
         )
+        files = set_files(base_dir)
+    else:
+        new_manifest, files = first_manifest(into, rubric, scale, date)
+        base, base_dir = None, into
+    prior = base.judgments if base is not None else None
     frame, problems = validate_judgment_records(
-        records, source, new_manifest.scale, None, prior=base.judgments, prior_source=str(base_dir / JUDGMENTS_NAME)
+        records, source, new_manifest.scale, None, prior=prior, prior_source=str(base_dir / JUDGMENTS_NAME)
     )
     problems += check_references(frame, source, query_ids=query_ids, doc_lengths=doc_lengths)
     raise_all(sorted([*(errors or []), *problems], key=lambda e: (e.file or "", e.line or 0)))
@@ -611,12 +663,77 @@ def add_judgments(
         if name not in annotators:
             annotators.append(name)
     new_manifest = replace(new_manifest, annotators=tuple(annotators))
-    old_bytes = (base_dir / JUDGMENTS_NAME).read_bytes()
-    if old_bytes and not old_bytes.endswith(b"\n"):
+    old_bytes = (base_dir / JUDGMENTS_NAME).read_bytes() if base is not None else b""
+    if not old_bytes.strip():
+        old_bytes = b""  # an empty first version's blank lines are not kept before its first judgment
+    elif not old_bytes.endswith(b"\n"):
         old_bytes += b"\n"
     added = "".join(judgment_line(row) + "\n" for row in frame.iter_rows(named=True)).encode("utf-8")
-    write_version(into, new_manifest, old_bytes + added, set_files(base_dir))
+    write_version(into, new_manifest, old_bytes + added, files)
     return load_version(into), frame.height
+
+
+def checked_scale(scale: Mapping[int, str] | None, source: str = "<command line>") -> dict[int, str]:
+    """``scale`` (default :data:`DEFAULT_SCALE`) checked as a manifest's ``scale`` is; InputErrors otherwise."""
+    problems: list[InputError] = []
+    checked = _scale(
+        dict(DEFAULT_SCALE if scale is None else scale),
+        lambda key, message: problems.append(InputError(message, file=source, field=key)),
+    )
+    raise_all(problems)
+    assert checked is not None
+    return checked
+
+
+def first_manifest(
+    into: str | os.PathLike,
+    rubric: str | os.PathLike | None = None,
+    scale: Mapping[int, str] | None = None,
+    date: str | None = None,
+    annotators: Sequence[str] = (),
+) -> tuple[Manifest, dict[str, bytes]]:
+    """The manifest of a first version ``into`` (``parent: null``) and the files to write with it.
+
+    ``rubric``: the rubric file (default :data:`RUBRIC_NAME` beside ``into``; missing: an error
+    naming both ways to give one). One inside ``into``'s parent folder is referred to by its path
+    relative to ``into``; any other is copied into the set under its own name. ``scale``: default
+    :data:`DEFAULT_SCALE`, checked as a manifest's is. The hash is sealed by :func:`write_version`.
+    """
+    into = Path(into)
+    if not _VERSION_ID.fullmatch(into.name):
+        raise InputError(
+            f"a set's directory name is its version id (letters, digits, '.', '_', '-'), found {into.name!r}",
+            file=str(into),
+            field="version",
+        )
+    rubric_path = Path(rubric) if rubric is not None else into.parent / RUBRIC_NAME
+    if not rubric_path.is_file():
+        raise InputError(
+            f"no such judgment set, and no rubric for a first version: {rubric_path} is not a file. To start a "
+            "first version give its rubric (--rubric FILE, or a RUBRIC.md beside the new set: `releval "
+            "init-dataset` writes one); to start a new version of an existing set, name it (--parent SET_DIR)",
+            file=str(into),
+            field="rubric" if rubric is not None else "parent",
+        )
+    files: dict[str, bytes] = {}
+    if rubric_path.resolve().is_relative_to(into.resolve().parent):
+        reference = Path(os.path.relpath(rubric_path.resolve(), into.resolve())).as_posix()
+    else:
+        reference = rubric_path.name
+        files[reference] = rubric_path.read_bytes()
+    checked = checked_scale(scale)
+    if date is not None and _date_text(date) is None:
+        raise InputError(f"expected YYYY-MM-DD, got {date!r}", file="<command line>", field="date")
+    manifest = Manifest(
+        version=into.name,
+        parent=None,
+        date=date or _dt.date.today().isoformat(),
+        scale=checked,
+        rubric=reference,
+        annotators=tuple(annotators),
+        judgments_sha256="0" * 64,
+    )
+    return manifest, files
 
 
 # --------------------------------------------------------------------------- corpus and queries

@@ -329,17 +329,30 @@ def import_filled_pool(
     queries_format: str = "jsonl",
     corpus: str | Path | None = None,
     corpus_format: str = "jsonl",
+    rubric: str | Path | None = None,
+    scale: Mapping[int, str] | None = None,
 ) -> PoolImport:
-    """Add a filled pool's graded rows to the set ``into`` (a new version of ``parent`` when ``into``
-    does not exist). Queries and corpus default to the set's dataset's; nothing is written unless
-    every row is valid (InputErrors lists every problem)."""
+    """Add a filled pool's graded rows to the set ``into``: appended when it exists (an empty first
+    version included), else a new version of ``parent``, else (no ``parent``) a first version with
+    ``rubric`` and ``scale`` (:func:`releval.judging.judgments.add_judgments`: the rubric defaults to
+    the dataset's RUBRIC.md beside ``into``). Queries default to the set's dataset's queries.jsonl;
+    the corpus to the one found there, else to params.yaml's ``dataset.corpus`` when that dataset
+    lives there (:func:`releval.inputs.validation.dataset_corpus`). Nothing is written unless every
+    row is valid (InputErrors lists every problem)."""
     from releval.inputs.schemas import load_queries
+    from releval.inputs.validation import dataset_corpus  # it imports this module
 
     into = Path(into)
     records, ungraded, read_errors = read_filled_pool(filled, annotator)
     root = dataset_root_of(into)
     queries_path = Path(queries) if queries else find_queries(root)
-    corpus_path = Path(corpus) if corpus else find_corpus(root)
+    if corpus:
+        corpus_path = Path(corpus)
+    elif (found := find_corpus(root)) is not None:
+        corpus_path = found
+    else:
+        corpus_path, found_format = dataset_corpus(root, None, None)
+        corpus_format = found_format or corpus_format
     query_ids = None
     if queries_path is not None:
         if queries_path.suffix.lower() == ".parquet" or queries_format != "jsonl":
@@ -360,6 +373,8 @@ def import_filled_pool(
         query_ids=query_ids,
         doc_lengths=lengths,
         errors=read_errors,
+        rubric=rubric,
+        scale=scale,
     )
     moved = None
     if base_qrels is not None:

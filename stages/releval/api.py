@@ -1,0 +1,207 @@
+"""releval from Python: read runs and judgments, score a run, compare two runs.
+
+Thin wrappers over the code the pipeline and the CLI use; nothing here computes a number of its own.
+
+    from releval import api
+
+    qrels = api.read_judgments("data/judgments/v3")            # a set directory, or a qrels file
+    a = api.read_run("data/work/trec/minilm-c256.trec")         # TREC, JSONL or parquet (or a run folder)
+    b = api.read_run("data/work/trec/bm25-c256.trec")
+    scores = api.evaluate(a, qrels, ["ndcg@10", "recall@20"])   # releval's default contract
+    scores.mean["ndcg@10"], scores.per_query                    # mean; query_id + one column per metric
+    result = api.compare(a, b, qrels, metric="ndcg@10")         # b (candidate) against a (baseline)
+    result.mean_difference, result.interval, result.p_value, result.verdict
+    print(result.text)                                          # the report `releval compare` prints
+
+Tables (polars): a run is ``query_id, doc_id, score`` (document level; a chunk-level releval run
+is collapsed to documents, a document taking its best chunk's score, as the score stage does);
+qrels are ``query_id, doc_id, grade`` (integer grades >= 0; several annotators of a releval set
+give the lower median of their grades).
+
+The contract (:class:`releval.measurement.metrics.Contract`) fixes the conventions behind every
+number: gain (``exponential`` 2^g - 1, or ``linear``), ties (``docid-asc``, or ``trec_eval``),
+rel_threshold (lowest relevant grade for binary metrics, default 1), no_relevant (queries
+without a relevant document: ``exclude`` from the mean, or ``zero``), missing_in_run (judged
+queries the run lacks: ``zero``, or ``exclude``). ``Contract.trec_eval()`` gives trec_eval's
+numbers. Metric names: ``ndcg@10``, ``dcg@10``, ``recall@100``, ``p@10``, ``rprec``, ``mrr@10``,
+``mrr``, ``map``, ``map@100``, ``hit@5``, ``bpref``, ``judged@10``, ``ceiling@10``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import polars as pl
+
+from releval.errors import InputError
+from releval.inputs import trec
+from releval.measurement import compare as _compare
+from releval.measurement import scoring
+from releval.measurement.metrics import Contract, Evaluation
+from releval.measurement.stats import Comparison, QueryChange
+
+__all__ = [
+    "Contract",
+    "Evaluation",
+    "PairedComparison",
+    "compare",
+    "evaluate",
+    "read_judgments",
+    "read_run",
+]
+
+DEFAULT_METRICS = ("ndcg@10", "recall@20", "mrr@10", "judged@10")
+RunLike = pl.DataFrame | str | os.PathLike
+QrelsLike = pl.DataFrame | str | os.PathLike
+
+
+def read_run(path: str | os.PathLike, format: str | None = None) -> pl.DataFrame:
+    """A run at document level: ``query_id, doc_id, score``.
+
+    ``path``: a TREC run file, JSONL (``query_id, doc_id, score`` per line), parquet, or a releval
+    run folder (``run.json`` + ``run.parquet``, e.g. ``data/work/runs/dense/minilm/c256``), whose
+    chunks are collapsed to documents as the score stage does. ``format``: ``trec``, ``jsonl`` or
+    ``parquet`` (default: from the extension). Bad input is an InputError naming file and line.
+    """
+    from releval.measurement.comparisons import read_run_file
+
+    return read_run_file(path, format)
+
+
+def read_judgments(path: str | os.PathLike, format: str | None = None) -> pl.DataFrame:
+    """qrels ``query_id, doc_id, grade`` of a judgment-set directory or a qrels file.
+
+    A directory is a releval judgment set (``manifest.yaml`` + ``judgments.jsonl``), validated as
+    the pipeline validates it; several annotators of a pair give the lower median of their grades.
+    A file is TREC qrels, JSONL or parquet (``format``: default from the extension).
+    """
+    path = Path(path)
+    if path.is_dir():
+        from releval.judging.judgments import load_version
+
+        return load_version(path).qrels()
+    return trec.read_qrels(path, format)
+
+
+def _run_table(run: RunLike) -> pl.DataFrame:
+    return run if isinstance(run, pl.DataFrame) else read_run(run)
+
+
+def _qrels_table(qrels: QrelsLike) -> pl.DataFrame:
+    return qrels if isinstance(qrels, pl.DataFrame) else read_judgments(qrels)
+
+
+def evaluate(
+    run: RunLike,
+    qrels: QrelsLike,
+    metrics: Sequence[str] = DEFAULT_METRICS,
+    contract: Contract | None = None,
+) -> Evaluation:
+    """Score ``run`` against ``qrels`` under ``contract`` (default: releval's, :class:`Contract`).
+
+    ``run``/``qrels``: tables or paths (:func:`read_run`, :func:`read_judgments`). Returns the
+    metric engine's :class:`~releval.measurement.metrics.Evaluation`: ``mean`` (metric -> mean over
+    the evaluated queries), ``per_query`` (``query_id`` + one column per metric), ``counts``
+    (queries evaluated, without relevant documents, missing from the run, tied...) and
+    ``contract``. A run and judgments that share no query with a relevant document are an
+    InputError ("no query left to evaluate").
+    """
+    return scoring.score_table(_run_table(run), _qrels_table(qrels), list(metrics), contract or Contract())
+
+
+@dataclass(frozen=True)
+class PairedComparison:
+    """A paired comparison of a candidate run against a baseline on one metric, per query.
+
+    Differences are candidate - baseline. ``interval``: the paired bootstrap's confidence interval
+    of the mean difference; ``p_value``: its two-sided bootstrap p; ``verdict``: releval's one
+    decision rule (:func:`releval.measurement.stats.decide`): ``improvement``, ``regression``,
+    ``inconclusive``, or ``coverage-confounded`` when judged@k of either side is too low or the two
+    too far apart (judged@k is scored for the verdict when the metric has a cutoff). ``text``: the
+    report `releval compare` prints; ``comparison``/``report``: everything behind it.
+    """
+
+    metric: str
+    n_queries: int
+    baseline_mean: float
+    candidate_mean: float
+    mean_difference: float
+    interval: tuple[float, float]
+    p_value: float
+    wins: int
+    losses: int
+    ties: int
+    worst_query: QueryChange | None  # the candidate's largest loss; None when no query lost
+    verdict: str
+    text: str
+    comparison: Comparison
+    report: _compare.PairReport
+
+
+def compare(
+    baseline: RunLike,
+    candidate: RunLike,
+    qrels: QrelsLike,
+    metric: str = "ndcg@10",
+    secondary: Sequence[str] = (),
+    contract: Contract | None = None,
+    n_resamples: int = 10_000,
+    seed: int = 0,
+    queries: pl.DataFrame | None = None,
+) -> PairedComparison:
+    """Compare ``candidate`` with ``baseline`` on ``metric``, paired by query, as `releval compare`
+    does for two run files (:func:`releval.measurement.compare.compare_sides`).
+
+    Both runs are scored against ``qrels`` under ``contract`` (default :class:`Contract`) with
+    ``metric``, the ``secondary`` metrics (compared too, Holm-adjusted together) and ``judged@k`` at
+    the metric's cutoff for the coverage check (releval's default terms: each side >= 0.9, at most
+    0.05 apart). ``queries`` (``query_id``, ``text``, optional ``slices``): texts for the worst
+    query and per-slice results. Bootstrap: ``n_resamples`` query resamples, ``seed``.
+    """
+    contract = contract or Contract()
+    k = metric.partition("@")[2]
+    names = list(dict.fromkeys([metric, *secondary, *([f"judged@{k}"] if k else [])]))
+    terms = {**contract.to_dict(), "metrics": names, "primary": metric}
+    qrels_table = _qrels_table(qrels)
+
+    def side(run: RunLike, label: str) -> _compare.Side:
+        doc_run = _run_table(run)
+        evaluation = _compare.score_run(doc_run, qrels_table, terms)
+        per_query = scoring.with_condensed(evaluation, doc_run, qrels_table)
+        ref = str(run) if not isinstance(run, pl.DataFrame) else label
+        return _compare.Side(
+            ref, f"run {ref}", terms, per_query.with_columns(pl.col("query_id").cast(pl.Utf8)), doc_run
+        )
+
+    report = _compare.compare_sides(
+        side(baseline, "baseline"),
+        side(candidate, "candidate"),
+        metric,
+        secondary=[m for m in secondary if m != metric],
+        queries=queries,
+        n_resamples=n_resamples,
+        seed=seed,
+    )
+    p = report.primary
+    if p.n_queries == 0:  # pragma: no cover - compare_sides refuses an empty selection
+        raise InputError("no query to compare", field="queries")
+    return PairedComparison(
+        metric=metric,
+        n_queries=p.n_queries,
+        baseline_mean=p.baseline_mean,
+        candidate_mean=p.candidate_mean,
+        mean_difference=p.mean_difference,
+        interval=p.bootstrap_ci,
+        p_value=p.bootstrap_p_value,
+        wins=p.wins,
+        losses=p.losses,
+        ties=p.ties,
+        worst_query=p.worst_regression,
+        verdict=str(p.verdict),
+        text=_compare.render_pair(report),
+        comparison=p,
+        report=report,
+    )
