@@ -17,10 +17,12 @@ from releval.errors import InputError
 from releval.stage import routed_warnings
 
 COMMANDS = {
+    "init-dataset": "start a new dataset: configs, queries and rubric templates, an empty first judgment version",
     "params": "compose params.yaml from conf/ (Hydra), the step `dvc repro` does not do",
     "score": "score a run against qrels with an explicit metric contract",
     "validate": "check queries, judgments or a dataset directory; print every problem",
     "pool": "write the unjudged top-k pool of chosen configurations, or the whole grid's judging debt (--missing)",
+    "judge": "grade pooled pairs on a local blind page (keys 0-3, resumable, double judging), or a model (--model)",
     "agreement": "weighted Cohen's kappa between two annotators",
     "compare": "paired comparison of two configurations with intervals",
     "gate": "regression gate for CI: exit 1 on a significant regression",
@@ -33,7 +35,7 @@ COMMANDS = {
 
 
 def _module(name: str):
-    return importlib.import_module(f"releval.commands.{name}")
+    return importlib.import_module(f"releval.commands.{name.replace('-', '_')}")
 
 
 def unknown_command(word: str) -> str:

@@ -3,7 +3,6 @@
 import io
 import json
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -15,28 +14,23 @@ from support import ROOT
 from support.commands import run
 from support.dvc_pipeline import PIPELINE
 from support.projects import copy_project
+from releval import paths
 from releval.reporting import plots
 from releval.measurement import stats
 from releval.measurement.compare import NotComparable
 from releval.errors import InputError
 from releval.measurement.metrics import Contract, evaluate
 from releval.measurement.scoring import JUDGED_WARNING
+from support.browser import CHROMIUM
+from support.browser import CHROMIUM_FLAGS as BASE_FLAGS
+from support.browser import needs_chromium as needs_chromium_for
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMIUM_FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
+    *BASE_FLAGS,
     "--host-resolver-rules=MAP * ~NOTFOUND",
     "--virtual-time-budget=15000",
 ]
-needs_chromium = pytest.mark.skipif(
-    CHROMIUM is None,
-    reason="chromium is not installed (apt-get install -y chromium); the offline-rendering check needs a browser",
-)
+needs_chromium = needs_chromium_for("the offline-rendering check needs a browser")
 
 
 def long_table(values: dict[str, list[float]], metric="ndcg@10") -> pl.DataFrame:
@@ -207,9 +201,11 @@ def test_committed_offline_template_inlines_vega_and_loads_nothing():
 
 
 def test_dvc_yaml_plots_are_the_ones_this_module_defines():
-    assert PIPELINE["plots"] == plots.dvc_plot_definitions()
+    # dvc.yaml reads them from the active dataset's reports folder (reports/ for the default dataset).
+    active_plots = paths.rebase(paths.PLOTS, paths.REPORTS, paths.REPORTS_DIR_VAR).as_posix()
+    assert PIPELINE["plots"] == plots.dvc_plot_definitions(plots_dir=active_plots)
     outs = [next(iter(o)) if isinstance(o, dict) else o for o in PIPELINE["stages"]["report"]["outs"]]
-    assert "reports/plots" in outs and all(
+    assert active_plots in outs and all(
         Path(p).stem in plots.PLOTS for d in plots.dvc_plot_definitions() for v in d.values() for p in v["y"]
     )
 

@@ -80,15 +80,6 @@ PACKAGES = (
 )
 METRICS_FILE = paths.METRICS
 LINEAGE_FILE = paths.LINEAGE
-
-
-def reports_files(root: Path) -> tuple[str, str]:
-    """(metrics.json, lineage.json) of the dataset params.yaml at ``root`` names (reports/<name>/ if not default)."""
-    folder = config.reports_folder(root / paths.PARAMS)
-    return (
-        paths.rebase(METRICS_FILE, paths.REPORTS, folder).as_posix(),
-        paths.rebase(LINEAGE_FILE, paths.REPORTS, folder).as_posix(),
-    )
 QRELS_FILE = paths.QRELS
 QUERIES_FILE = paths.QUERIES
 JUDGMENTS_META = paths.JUDGMENTS_META
@@ -121,6 +112,15 @@ SIDECAR_KEYS = {  # what to show of each stage's JSON sidecars (all keys when no
     "judgments.json": ("version", "source", "source_sha256", "parent", "date", "annotators", "rubric", "counts"),
 }
 BROKEN = ("stale", "modified", "missing", "mismatch")
+
+
+def reports_files(root: Path) -> tuple[str, str]:
+    """(metrics.json, lineage.json) of the dataset params.yaml at ``root`` names (reports/<name>/ if not default)."""
+    folder = config.reports_folder(root / paths.PARAMS)
+    return (
+        paths.rebase(METRICS_FILE, paths.REPORTS, folder).as_posix(),
+        paths.rebase(LINEAGE_FILE, paths.REPORTS, folder).as_posix(),
+    )
 
 
 # --------------------------------------------------------------------------- the reference

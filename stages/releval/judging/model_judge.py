@@ -1,0 +1,712 @@
+"""A calibrated model judge: grade unjudged pairs with a language model (or a weak similarity judge),
+after measuring it against the double-judged human pairs of the parent judgment version.
+
+    releval judge SET_DIR --model conf/judge/vllm.yaml [--parent SET_DIR] [--min-kappa 0.6]
+                          [--max-failure-rate 0.05] [--calibrate-only] [--pool FILE] [--depth K]
+
+The judge (a YAML config, ``conf/judge/*.yaml``; :mod:`releval.judging.judges`) is one of
+
+``kind: openai``      an OpenAI-compatible chat endpoint (vLLM, llama.cpp server, Ollama, a hosted
+                      API) reached through :mod:`releval.judging.judge_client`; the prompt is the
+                      parent's rubric file, the query and the whole document, asking for one grade
+                      of the set's scale; the answer must be that grade alone (``"2"``), anything
+                      else is recorded as a failure, never guessed;
+``kind: similarity``  a weak judge that runs here: the cosine of the query's and the document's
+                      vectors under a releval model config (``conf/model/minilm.yaml``, loaded
+                      offline like the pipeline's models), one grade up per threshold reached.
+
+Identity. Every label the judge writes names the annotator ``model:<name>@<12 hex>``, the hex being
+the start of sha256(prompt template + grading config) (:func:`releval.judging.judges.annotator_identity`):
+a different model, prompt, rubric, temperature, seed or threshold is a different annotator. A version holds the
+labels of at most one judge identity: a parent with another judge's labels is refused (a judge
+change is a new version of the human parent), and SET_DIR must be a new version.
+
+Calibration (always first). The judge grades the parent's *double-judged* pairs: those at least two
+human annotators (annotators not named ``model:…``) judged. Its grades are compared, with
+:func:`releval.judging.agreement.agreement` on the set's scale, with the **reference grade**: the
+aggregate of the human grades (:func:`releval.judging.judgments.aggregate`, the lower median, which
+is what the qrels score with; with an adjudicator it is the adjudicated middle grade). The report
+also gives the judge against each human annotator and the two most frequent human annotators
+against each other (the ceiling a judge can be expected to reach). Written to
+``SET_DIR/calibration.json`` (with every pair's two grades) and printed. The judge is refused (exit
+1, nothing but calibration.json written) when its linear weighted kappa is below ``--min-kappa``
+or undefined, or when more than ``--max-failure-rate`` of its answers could not be parsed.
+
+Grading. Accepted, the judge grades the pool: the judging debt of the grid against the parent (as
+``releval pool --missing``: every configuration's top k, k from the contract's ``judged@k``) or the
+pairs of ``--pool FILE`` (a pool file, CSV or JSONL, ``query_id`` and ``doc_id`` columns), less
+every pair the parent already judged. The graded pool is imported by the same code as
+``releval pool --import`` (:func:`releval.judging.pool.import_filled_pool`: the same validation,
+ids checked against the queries and corpus) as a new version SET_DIR of the parent, which also
+holds ``calibration.json``, ``judge.json`` (identity, config and prompt hashes, the prompt, the
+calibration figures, the failures, the human-only queries) and ``model_grades.jsonl`` (the filled
+pool as imported; failed pairs with an empty grade and the raw answer in ``notes``). The manifest's
+description names the judge and its kappa.
+
+The human-only slice (:func:`human_only_queries`): the queries whose labels are all human. It is
+computed from the labels, so it holds in every later version; reports can score on it alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
+
+from releval.errors import InputError
+from releval.judging.judges import (
+    MODEL_PREFIX,
+    OpenAIJudge,
+    PairText,
+    SimilarityJudge,
+    Verdict,
+    canonical_sha256,
+    load_judge,
+)
+
+if TYPE_CHECKING:  # the heavy modules are imported where they are used: the CLI imports this module
+    import polars as pl
+
+    from releval.judging.agreement import Agreement
+    from releval.judging.judgments import JudgmentSet
+
+CALIBRATION_NAME = "calibration.json"
+JUDGE_NAME = "judge.json"
+GRADES_NAME = "model_grades.jsonl"
+ARTIFACTS = (CALIBRATION_NAME, JUDGE_NAME, GRADES_NAME)
+REFERENCE_RULE = (
+    "the aggregate of the human annotators' grades of the pair (releval.judging.judgments.aggregate: the "
+    "lower median, the grade the qrels score with; with an adjudicator, the adjudicated middle grade)"
+)
+
+
+# --------------------------------------------------------------------------- the command line
+
+
+def add_arguments(group: argparse._ActionsContainer) -> None:
+    group.add_argument("--model", metavar="CONFIG", help="judge config (YAML), e.g. conf/judge/vllm.yaml")
+    group.add_argument(
+        "--min-kappa",
+        type=float,
+        default=0.6,
+        help="refuse the judge when its linear weighted kappa against the human reference is below this (0.6)",
+    )
+    group.add_argument(
+        "--max-failure-rate",
+        type=float,
+        default=0.05,
+        help="refuse the judge when more than this share of its calibration answers is unparseable (0.05)",
+    )
+    group.add_argument("--calibrate-only", action="store_true", help="write SET_DIR/calibration.json and stop")
+    group.add_argument(
+        "--pool", metavar="FILE", help="pairs to grade: a pool file (.csv/.jsonl); default: the grid's judging debt"
+    )
+    group.add_argument("--depth", type=int, help="judging debt: top-k documents (default: the contract's judged@k)")
+    group.add_argument("--queries", help="query file for the texts (default: params dataset.queries)")
+    group.add_argument("--queries-format", help="its format (default: params dataset.queries.format, else jsonl)")
+    group.add_argument("--corpus", help="corpus for the texts (default: params dataset.corpus)")
+    group.add_argument("--corpus-format", help="its format (default: params dataset.corpus.format, else jsonl)")
+    group.add_argument("--date", help="date of the new version (default today), YYYY-MM-DD")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Calibrate the judge; accepted and not ``--calibrate-only``, grade the pool into SET_DIR."""
+    if not getattr(args, "model", None):
+        raise InputError("the model judge needs --model CONFIG", file="<command line>", field="model")
+    if not getattr(args, "set_dir", None):
+        raise InputError("name the new judgment version: releval judge SET_DIR --model CONFIG", field="set_dir")
+    set_dir = Path(args.set_dir)
+    params = _params_if_any()
+    parent_dir = Path(args.parent) if getattr(args, "parent", None) else _active_version(params)
+    _check_new_version(set_dir, parent_dir)
+    _check_limits(args.min_kappa, args.max_failure_rate)
+    texts = TextSource.from_args(args, params)
+    from releval.judging import judgments as jmod
+
+    parent = jmod.load_version(parent_dir)
+    judge = load_judge(Path(args.model), parent)
+    annotator = getattr(args, "annotator", None)
+    if annotator and annotator != judge.identity:
+        raise InputError(
+            f"a model judge's annotator is its identity {judge.identity!r}, not {annotator!r}; leave --annotator out",
+            file="<command line>",
+            field="annotator",
+        )
+    _check_judge_identities(parent, judge.identity)
+    print(f"judge: {judge.identity} ({judge.kind}); calibrating against the double-judged pairs of {parent.version}")
+    calibration = calibrate(judge, parent, texts, args.min_kappa, args.max_failure_rate)
+    set_dir.mkdir(parents=True, exist_ok=True)
+    _write_json(set_dir / CALIBRATION_NAME, calibration.to_dict())
+    sys.stdout.write(calibration.render())
+    if not calibration.accepted:
+        print(f"REFUSED: {calibration.reason}; only {set_dir / CALIBRATION_NAME} was written")
+        return 1
+    print(f"accepted: {calibration.reason} -> {set_dir / CALIBRATION_NAME}")
+    if args.calibrate_only:
+        return 0
+    pairs, pool_source = pool_pairs(args, params, parent, texts)
+    if not pairs:
+        print(f"no unjudged pairs in {pool_source}: nothing to grade; only {set_dir / CALIBRATION_NAME} was written")
+        return 0
+    written = grade_into_version(judge, pairs, pool_source, parent, set_dir, calibration, texts, args.date)
+    print(written.summary())
+    return 0 if written.added else 1
+
+
+def _params_if_any() -> dict[str, Any]:
+    from releval import paths
+    from releval.config import load_params
+
+    return load_params() if Path(paths.PARAMS).is_file() else {}
+
+
+def _active_version(params: dict[str, Any]) -> Path:
+    judgments = params.get("judgments") or {}
+    if judgments.get("format") != "releval" or not judgments.get("path"):
+        raise InputError(
+            "no releval judgment set is active in params.yaml; name the parent with --parent SET_DIR",
+            file="params.yaml",
+            field="judgments",
+        )
+    return Path(judgments["path"])
+
+
+def _check_new_version(set_dir: Path, parent_dir: Path) -> None:
+    from releval.judging.judgments import MANIFEST_NAME
+
+    if set_dir.resolve() == parent_dir.resolve():
+        raise InputError("the new version must be another directory than its parent", file=str(set_dir), field="set")
+    if (set_dir / MANIFEST_NAME).exists():
+        raise InputError(
+            "is a judgment version already; a model judge writes a new version (versions are not edited in place)",
+            file=str(set_dir),
+            field="set",
+        )
+    if set_dir.exists():
+        other = sorted(p.name for p in set_dir.iterdir() if p.name not in ARTIFACTS)
+        if other:
+            raise InputError(
+                f"exists and holds {', '.join(other[:5])}: choose a new directory for the new version",
+                file=str(set_dir),
+                field="set",
+            )
+
+
+def _check_limits(min_kappa: float, max_failure_rate: float) -> None:
+    if not -1.0 <= min_kappa <= 1.0:
+        raise InputError(f"a kappa, -1 to 1; got {min_kappa}", file="<command line>", field="min-kappa")
+    if not 0.0 <= max_failure_rate <= 1.0:
+        raise InputError(f"a share, 0 to 1; got {max_failure_rate}", file="<command line>", field="max-failure-rate")
+
+
+def _write_json(path: Path, document: dict[str, Any]) -> None:
+    from releval import io
+
+    io.write_text(path, json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
+
+
+# --------------------------------------------------------------------------- who is a model
+
+
+def is_model_annotator(name: str) -> bool:
+    return name.startswith(MODEL_PREFIX)
+
+
+def model_annotators(judgments: "pl.DataFrame") -> list[str]:
+    return sorted({name for name in judgments["annotator"].to_list() if is_model_annotator(name)})
+
+
+def human_only_queries(judgments: "pl.DataFrame | JudgmentSet") -> list[str]:
+    """The queries all of whose labels come from human annotators (no ``model:…`` annotator): the
+    slice a report can score on without trusting any model judge. Accepts a judgments table or a set."""
+    import polars as pl
+
+    frame = judgments if isinstance(judgments, pl.DataFrame) else judgments.judgments
+    touched = frame.filter(pl.col("annotator").str.starts_with(MODEL_PREFIX))["query_id"].unique().to_list()
+    return sorted(set(frame["query_id"].unique().to_list()) - set(touched))
+
+
+def _check_judge_identities(judgment_set: "JudgmentSet", identity: str) -> None:
+    others = [name for name in model_annotators(judgment_set.judgments) if name != identity]
+    if others:
+        raise InputError(
+            f"holds labels of another model judge ({', '.join(others)}); a version holds one judge's labels: "
+            "a judge change is a new version of the human-judged parent "
+            f"(--parent {judgment_set.manifest.parent or '…'} if that is it)",
+            file=str(judgment_set.path),
+            field="annotators",
+        )
+
+
+# --------------------------------------------------------------------------- texts
+
+
+@dataclass
+class TextSource:
+    """Where query and document texts come from: ``--queries``/``--corpus``, else the pipeline's tables
+    (data/work/queries.parquet, docs.parquet, as ``releval pool --missing`` reads them), else the
+    files params ``dataset`` names."""
+
+    queries: Path
+    queries_format: str
+    corpus: Path
+    corpus_format: str
+    _queries: dict[str, str] | None = None
+    _docs: dict[str, tuple[str, str]] | None = None
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace, params: dict[str, Any]) -> "TextSource":
+        from releval import paths
+
+        dataset = params.get("dataset") or {}
+        queries_cfg = dataset.get("queries") or {}
+        corpus_cfg = dataset.get("corpus") or {}
+        queries = getattr(args, "queries", None) or _first_file(paths.QUERIES) or queries_cfg.get("path")
+        corpus = getattr(args, "corpus", None) or _first_file(paths.DOCS) or corpus_cfg.get("path")
+        missing = [flag for flag, value in (("--queries", queries), ("--corpus", corpus)) if not value]
+        if missing:
+            raise InputError(
+                f"no params.yaml dataset to read texts from; give {' and '.join(missing)}",
+                file="<command line>",
+                field=missing[0].lstrip("-"),
+            )
+        queries_format = getattr(args, "queries_format", None) or _format_of(queries, queries_cfg)
+        corpus_format = getattr(args, "corpus_format", None) or _format_of(corpus, corpus_cfg)
+        queries_format = "jsonl" if queries_format == "releval" else queries_format
+        return cls(Path(queries), queries_format, Path(corpus), corpus_format)
+
+    def query_texts(self) -> dict[str, str]:
+        if self._queries is None:
+            from releval.judging.pool import read_query_texts
+
+            frame = read_query_texts(self.queries, self.queries_format)
+            self._queries = dict(zip(frame["query_id"].to_list(), frame["text"].to_list()))
+        return self._queries
+
+    def documents(self) -> dict[str, tuple[str, str]]:
+        if self._docs is None:
+            from releval.inputs.corpus import read_docs
+
+            frame = read_docs(self.corpus, self.corpus_format)
+            self._docs = {d: (t or "", x) for d, t, x in frame.select("doc_id", "title", "text").iter_rows()}
+        return self._docs
+
+    def pairs(self, keys: Sequence[tuple[str, str]]) -> list[PairText]:
+        queries, docs = self.query_texts(), self.documents()
+        unknown_q = sorted({q for q, _ in keys if q not in queries})
+        unknown_d = sorted({d for _, d in keys if d not in docs})
+        if unknown_q:
+            raise InputError(
+                f"no text for queries {', '.join(unknown_q[:5])}", file=str(self.queries), field="query_id"
+            )
+        if unknown_d:
+            raise InputError(f"no text for documents {', '.join(unknown_d[:5])}", file=str(self.corpus), field="doc_id")
+        return [PairText(q, d, queries[q], docs[d][0], docs[d][1]) for q, d in keys]
+
+
+def _first_file(path: str) -> str | None:
+    return path if Path(path).is_file() else None
+
+
+def _format_of(path: str, dataset_cfg: dict[str, Any]) -> str:
+    """A text file's format: parquet by its suffix, the dataset's declared one for the dataset's
+    own file, else jsonl."""
+    if str(path).endswith(".parquet"):
+        return "parquet"
+    return dataset_cfg.get("format", "jsonl") if str(path) == str(dataset_cfg.get("path")) else "jsonl"
+
+
+# --------------------------------------------------------------------------- calibration
+
+
+def double_judged(judgments: "pl.DataFrame") -> "pl.DataFrame":
+    """The human judgments (``query_id, doc_id, grade, annotator``) of pairs at least two human
+    annotators judged."""
+    import polars as pl
+
+    human = judgments.filter(~pl.col("annotator").str.starts_with(MODEL_PREFIX))
+    counts = human.group_by("query_id", "doc_id").agg(pl.col("annotator").n_unique().alias("n"))
+    shared = counts.filter(pl.col("n") >= 2)
+    return human.join(shared.select("query_id", "doc_id"), on=["query_id", "doc_id"], how="semi").select(
+        "query_id", "doc_id", "grade", "annotator"
+    )
+
+
+@dataclass(frozen=True)
+class Calibration:
+    judge: str
+    parent: str
+    scale: tuple[int, ...]
+    pairs: list[dict[str, Any]]  # query_id, doc_id, reference, model (None: failed), answer, error
+    result: "Agreement | None"  # the judge against the reference; None when no answer parsed
+    per_annotator: dict[str, dict[str, Any]]
+    human_pair: dict[str, Any] | None
+    min_kappa: float
+    max_failure_rate: float
+
+    @property
+    def failures(self) -> int:
+        return sum(1 for p in self.pairs if p["model"] is None)
+
+    @property
+    def failure_rate(self) -> float:
+        return self.failures / len(self.pairs) if self.pairs else 0.0
+
+    @property
+    def weighted_kappa(self) -> float | None:
+        return None if self.result is None else self.result.weighted_kappa
+
+    @property
+    def accepted(self) -> bool:
+        kappa = self.weighted_kappa
+        return kappa is not None and kappa >= self.min_kappa and self.failure_rate <= self.max_failure_rate
+
+    @property
+    def reason(self) -> str:
+        kappa = self.weighted_kappa
+        parts = []
+        if kappa is None:
+            first = next((p["error"] for p in self.pairs if p["error"]), "")
+            parts.append(
+                "linear weighted kappa undefined"
+                + (" (no answer parsed; first failure: " + first + ")" if self.result is None else "")
+            )
+        else:
+            relation = ">=" if kappa >= self.min_kappa else "<"
+            parts.append(f"linear weighted kappa {kappa:.4f} {relation} --min-kappa {self.min_kappa:g}")
+        relation = "<=" if self.failure_rate <= self.max_failure_rate else ">"
+        parts.append(
+            f"{self.failures} of {len(self.pairs)} answers unparseable ({self.failure_rate:.1%} {relation} "
+            f"--max-failure-rate {self.max_failure_rate:.1%})"
+        )
+        return "; ".join(parts)
+
+    def summary(self) -> dict[str, Any]:
+        """The figures without the pairs (what judge.json records)."""
+        return {
+            "parent": self.parent,
+            "reference": REFERENCE_RULE,
+            "double_judged_pairs": len(self.pairs),
+            "failures": self.failures,
+            "min_kappa": self.min_kappa,
+            "linear_weighted_kappa": self.weighted_kappa,
+            "kappa": None if self.result is None else self.result.kappa,
+            "raw_agreement": None if self.result is None else self.result.raw,
+            "reason": self.reason,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "judge": self.judge,
+            "parent": self.parent,
+            "reference": REFERENCE_RULE,
+            "double_judged_pairs": len(self.pairs),
+            "failures": self.failures,
+            "failure_rate": self.failure_rate,
+            "min_kappa": self.min_kappa,
+            "max_failure_rate": self.max_failure_rate,
+            "accepted": self.accepted,
+            "reason": self.reason,
+            "agreement": None if self.result is None else self.result.to_dict(),
+            "per_annotator": self.per_annotator,
+            "human_pair": self.human_pair,
+            "pairs": self.pairs,
+        }
+
+    def render(self) -> str:
+        from releval.judging.agreement import render
+
+        head = (
+            f"calibration of {self.judge} on the {len(self.pairs)} double-judged pairs of {self.parent} "
+            f"(A: the human reference grade, B: the judge; {self.failures} unparseable answers left out)\n"
+        )
+        body = render(self.result, "human reference", self.judge) if self.result is not None else ""
+        lines = [
+            f"  vs {name}: linear weighted kappa {_figure(d['linear_weighted_kappa'])} on {d['shared_pairs']} pairs"
+            for name, d in self.per_annotator.items()
+        ]
+        if self.human_pair is not None:
+            lines.append(
+                f"  human ceiling, {self.human_pair['a']} vs {self.human_pair['b']}: linear weighted kappa "
+                f"{_figure(self.human_pair['linear_weighted_kappa'])} on {self.human_pair['shared_pairs']} pairs"
+            )
+        return head + body + "\n".join(lines) + ("\n" if lines else "")
+
+
+def _figure(value: float | None) -> str:
+    return "undefined" if value is None else f"{value:.4f}"
+
+
+def calibrate(
+    judge: OpenAIJudge | SimilarityJudge,
+    judgment_set: "JudgmentSet",
+    texts: TextSource,
+    min_kappa: float = 0.6,
+    max_failure_rate: float = 0.05,
+) -> Calibration:
+    """Grade the set's double-judged pairs with the judge and measure it against the human reference."""
+    import polars as pl
+
+    from releval.judging import judgments as jmod
+    from releval.judging.agreement import agreement
+
+    human = double_judged(judgment_set.judgments)
+    if human.height == 0:
+        raise InputError(
+            "no pair judged by two human annotators: a model judge cannot be calibrated against this version",
+            file=str(judgment_set.path),
+            field="annotators",
+        )
+    scale = tuple(sorted(judgment_set.manifest.scale))
+    reference = jmod.aggregate(human)
+    keys = list(zip(reference["query_id"].to_list(), reference["doc_id"].to_list()))
+    verdicts = judge.grade(texts.pairs(keys), desc="calibration")
+    pairs = [
+        {"query_id": q, "doc_id": d, "reference": int(g), "model": v.grade, "answer": v.answer, "error": v.error}
+        for (q, d), g, v in zip(keys, reference["grade"].to_list(), verdicts)
+    ]
+    graded = pl.DataFrame(
+        [
+            {"query_id": p["query_id"], "doc_id": p["doc_id"], "grade": p["model"]}
+            for p in pairs
+            if p["model"] is not None
+        ],
+        schema={"query_id": pl.Utf8, "doc_id": pl.Utf8, "grade": pl.Int64},
+    )
+    result = agreement(reference, graded, scale) if graded.height else None
+    per_annotator = {}
+    counts = human.group_by("annotator").len().sort(["len", "annotator"], descending=[True, False])
+    names = counts["annotator"].to_list()
+    if graded.height:
+        for name in names:
+            side = human.filter(pl.col("annotator") == name).select("query_id", "doc_id", "grade")
+            if side.join(graded, on=["query_id", "doc_id"], how="semi").height:
+                per_annotator[name] = agreement(side, graded, scale).to_dict()
+    human_pair = None
+    if len(names) >= 2:
+        a, b = (human.filter(pl.col("annotator") == n).select("query_id", "doc_id", "grade") for n in names[:2])
+        if a.join(b, on=["query_id", "doc_id"], how="semi").height:
+            human_pair = {"a": names[0], "b": names[1], **agreement(a, b, scale).to_dict()}
+    return Calibration(
+        judge.identity,
+        judgment_set.version,
+        scale,
+        pairs,
+        result,
+        per_annotator,
+        human_pair,
+        min_kappa,
+        max_failure_rate,
+    )
+
+
+# --------------------------------------------------------------------------- the pool
+
+
+def read_pool_pairs(path: Path) -> list[tuple[str, str]]:
+    """The (query_id, doc_id) pairs of a pool file (CSV or JSONL), in file order, repeats dropped."""
+    from releval.inputs.schemas import raise_all, read_jsonl
+    from releval.judging.pool import _csv_rows
+
+    errors: list[InputError] = []
+    if path.suffix.lower() == ".csv":
+        rows = _csv_rows(path, errors)
+    elif path.suffix.lower() == ".jsonl":
+        rows = [(r.line, r.values) for r in read_jsonl(path, errors, first_field="query_id")]
+    else:
+        raise InputError("a pool file ends in .csv or .jsonl", file=str(path), field="pool")
+    pairs: list[tuple[str, str]] = []
+    for line, row in rows:
+        values = []
+        for key in ("query_id", "doc_id"):
+            value = row.get(key)
+            if not isinstance(value, str) or not value.strip():
+                errors.append(
+                    InputError(f"expected a non-empty id, found {value!r}", file=str(path), line=line, field=key)
+                )
+            values.append(str(value).strip() if value is not None else "")
+        pairs.append((values[0], values[1]))
+    raise_all(errors)
+    if not pairs:
+        raise InputError("no pairs in the pool file", file=str(path), field="pool")
+    return list(dict.fromkeys(pairs))
+
+
+def debt_pairs(params: dict[str, Any], parent: "JudgmentSet", depth: int | None, texts: TextSource):
+    """The grid's judging debt against the parent (as ``releval pool --missing``): (pairs, depth)."""
+    from releval import paths
+    from releval.config import section
+    from releval.judging.pool import grid_debt, judged_depth
+    from releval.measurement.metrics import contract_from_params
+
+    if not params:
+        raise InputError("no params.yaml: the judging debt needs the grid; give --pool FILE", file="params.yaml")
+    metric_cfg = section(params, "metric")
+    if depth is None:
+        depth = judged_depth(section(params, "metric.metrics"), metric_cfg.get("primary"))
+    elif depth < 1:
+        raise InputError(f"must be >= 1, got {depth}", file="<command line>", field="depth")
+    debt = grid_debt(
+        section(params, "grid"),
+        paths.RUNS,
+        {"path": str(parent.path), "format": "releval", "version": parent.version},
+        depth,
+        texts.queries,
+        texts.corpus,
+        ties=contract_from_params(metric_cfg).ties,
+        queries_format=texts.queries_format,
+        corpus_format=texts.corpus_format,
+        subset=(params.get("dataset") or {}).get("subset") or {},
+        desc="judging debt",
+    )
+    return list(zip(debt.pool["query_id"].to_list(), debt.pool["doc_id"].to_list())), depth
+
+
+def pool_pairs(
+    args: argparse.Namespace, params: dict[str, Any], parent: "JudgmentSet", texts: TextSource
+) -> tuple[list[tuple[str, str]], str]:
+    """(pairs to grade, where they come from): --pool FILE or the grid's debt, less the parent's pairs."""
+    if getattr(args, "pool", None):
+        pairs, source = read_pool_pairs(Path(args.pool)), str(args.pool)
+    else:
+        pairs, depth = debt_pairs(params, parent, getattr(args, "depth", None), texts)
+        source = f"the judging debt of the grid at depth {depth} against {parent.version}"
+    judged = set(zip(parent.judgments["query_id"].to_list(), parent.judgments["doc_id"].to_list()))
+    left = [pair for pair in pairs if pair not in judged]
+    if len(left) < len(pairs):
+        print(f"{len(pairs) - len(left)} pairs of {source} are judged in {parent.version} already: left out")
+    return left, source
+
+
+# --------------------------------------------------------------------------- writing the version
+
+
+@dataclass(frozen=True)
+class Written:
+    set_dir: Path
+    identity: str
+    added: int
+    failures: int
+    human_only: int
+    queries: int
+
+    def summary(self) -> str:
+        return (
+            f"{self.set_dir}: {self.added} judgments by {self.identity} added ({self.failures} unparseable answers "
+            f"left ungraded, listed in {GRADES_NAME}); {self.human_only} of {self.queries} queries keep human-only "
+            f"labels (judge.json human_only_queries)"
+        )
+
+
+def filled_pool_rows(identity: str, pairs: Sequence[PairText], verdicts: Sequence[Verdict]) -> list[dict[str, Any]]:
+    """The graded pool (releval.judging.pool.POOL_COLUMNS); a failure has an empty grade and says why in notes."""
+    from releval.judging.pool import snippet
+
+    rows = []
+    for pair, verdict in zip(pairs, verdicts):
+        rows.append(
+            {
+                "query_id": pair.query_id,
+                "query": " ".join(pair.query.split()),
+                "doc_id": pair.doc_id,
+                "title": " ".join(pair.title.split()),
+                "snippet": snippet(pair.text),
+                "grade": verdict.grade,
+                "annotator": identity,
+                "notes": verdict.error if verdict.grade is None else "",
+            }
+        )
+    return rows
+
+
+def grade_into_version(
+    judge: OpenAIJudge | SimilarityJudge,
+    keys: Sequence[tuple[str, str]],
+    pool_source: str,
+    parent: "JudgmentSet",
+    set_dir: Path,
+    calibration: Calibration,
+    texts: TextSource,
+    date: str | None = None,
+) -> Written:
+    """Grade ``keys`` and write SET_DIR: the parent plus the judge's grades (imported as ``releval pool
+    --import`` imports), with calibration.json, judge.json and model_grades.jsonl; atomically."""
+    import dataclasses
+    import shutil
+    import tempfile
+
+    import polars as pl
+
+    from releval.judging import judgments as jmod
+    from releval.judging.pool import import_filled_pool, write_pool
+
+    pairs = texts.pairs(keys)
+    verdicts = judge.grade(pairs, desc="judge")
+    rows = filled_pool_rows(judge.identity, pairs, verdicts)
+    failures = [row for row in rows if row["grade"] is None]
+    if len(failures) == len(rows):
+        raise InputError(
+            f"every one of the {len(rows)} answers failed (first: {failures[0]['notes']}); nothing written",
+            file=pool_source,
+            field="grade",
+        )
+    staging = Path(tempfile.mkdtemp(prefix=f".releval-judge-{set_dir.name}.", dir=set_dir.parent))
+    try:
+        filled = staging / GRADES_NAME
+        write_pool(filled, pl.DataFrame(rows, schema=_pool_schema()))
+        imported = import_filled_pool(
+            filled,
+            staging / set_dir.name,
+            annotator=judge.identity,
+            parent=parent.path,
+            date=date,
+            queries=texts.queries,
+            queries_format=texts.queries_format,
+            corpus=texts.corpus,
+            corpus_format=texts.corpus_format,
+        )
+        staged = imported.judgment_set
+        human_only = human_only_queries(staged)
+        judge_doc = {
+            "annotator": judge.identity,
+            **judge.describe(),
+            "grading_config": judge.grading_config(),
+            "config_sha256": canonical_sha256(judge.grading_config()),
+            "prompt_sha256": hashlib.sha256(judge.template.encode("utf-8")).hexdigest(),
+            "calibration": calibration.summary(),
+            "pool": pool_source,
+            "graded": imported.added,
+            "failures": [{"query_id": r["query_id"], "doc_id": r["doc_id"], "error": r["notes"]} for r in failures],
+            "human_only_queries": human_only,
+        }
+        description = (
+            f"{parent.version} plus {imported.added} labels by the model judge {judge.identity} ({pool_source}); "
+            f"calibrated on {len(calibration.pairs)} double-judged pairs of {parent.version}: linear weighted kappa "
+            f"{calibration.weighted_kappa:.4f} against the human reference (calibration.json, judge.json); "
+            f"{len(human_only)} queries keep human-only labels"
+        )
+        manifest = dataclasses.replace(staged.manifest, description=description)
+        files = {
+            **jmod.set_files(staged.path),
+            CALIBRATION_NAME: (json.dumps(calibration.to_dict(), indent=2, ensure_ascii=False) + "\n").encode("utf-8"),
+            JUDGE_NAME: (json.dumps(judge_doc, indent=2, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8"),
+            GRADES_NAME: filled.read_bytes(),
+        }
+        jmod.write_version(set_dir, manifest, (staged.path / jmod.JUDGMENTS_NAME).read_bytes(), files)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    final = jmod.load_version(set_dir)
+    queries = final.judgments["query_id"].n_unique()
+    return Written(set_dir, judge.identity, imported.added, len(failures), len(human_only), queries)
+
+
+def _pool_schema() -> dict[str, Any]:
+    import polars as pl
+
+    from releval.judging.pool import POOL_COLUMNS
+
+    return {name: (pl.Int64 if name == "grade" else pl.Utf8) for name in POOL_COLUMNS}

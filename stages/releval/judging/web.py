@@ -1,0 +1,855 @@
+"""The judging page: one (query, document) pair at a time, blind, saved at every keystroke that grades.
+
+What is judged. The pairs come from the judging debt (:func:`releval.judging.pool.grid_debt`, what
+``releval pool --missing`` computes) or from a pool file; they are recorded once, at the first
+start, in ``SET_DIR.session/assignment.json`` with how they were chosen, so that a restart, a
+finished import or the second annotator's start judge the same pairs. Pairs are shown sorted by
+query_id then doc_id; the page and its JSON carry the query, the document and the annotator's own
+grade and notes, never a system, score or rank.
+
+Double judging. ``double_share`` of the queries (a seeded choice over the sorted query ids,
+recorded in the assignment) are also assigned to a second annotator, who sees only those queries'
+pairs and only his own grades: each annotator has his own session file.
+
+Sessions. ``SET_DIR.session/<annotator>.json`` holds the grades, the documents added from the
+search box, the pair on screen and which grades were already imported; it is rewritten atomically
+(:func:`releval.io.write_json`) after every change, so closing the tab or killing the server loses
+nothing, and restarting continues on the pair that was on screen.
+
+Finishing writes the session's graded pairs as a filled pool file
+(``SET_DIR.session/<annotator>.graded.jsonl``, the columns of ``releval pool``) and imports it with
+:func:`releval.judging.pool.import_filled_pool`, the code of ``releval pool --import``: the same
+validation against the set's scale, the queries and the corpus, and a re-sealed manifest.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import random
+import re
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping
+from urllib.parse import parse_qs, urlsplit
+
+import polars as pl
+
+from releval import io
+from releval.errors import InputError, InputErrors
+from releval.inputs.schemas import read_jsonl, raise_all
+from releval.judging import judgments as jmod
+from releval.judging.judge_page import PAGE_HTML
+from releval.judging.pool import POOL_COLUMNS, PoolImport, snippet, write_pool
+
+Pair = tuple[str, str]
+
+SESSION_SUFFIX = ".session"
+ASSIGNMENT_NAME = "assignment.json"
+SEARCH_RESULTS = 10
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def session_dir(set_dir: str | Path) -> Path:
+    """``SET_DIR.session``: beside the set, never inside it (a version's files are copied to its children)."""
+    set_dir = Path(set_dir)
+    return set_dir.with_name(set_dir.name + SESSION_SUFFIX)
+
+
+def session_file(set_dir: str | Path, annotator: str) -> Path:
+    return session_dir(set_dir) / f"{annotator}.json"
+
+
+def checked_name(name: str | None, option: str) -> str:
+    """An annotator name, which also names a file: letters, digits, '.', '_', '-'."""
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise InputError(
+            f"expected a name of letters, digits, '.', '_', '-', got {name!r}", file="<command line>", field=option
+        )
+    return name
+
+
+# --------------------------------------------------------------------------- the assignment
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """The pairs to judge and who judges which, recorded at the first start."""
+
+    pairs: tuple[Pair, ...]  # sorted by query_id, doc_id
+    source: str  # how the pairs were chosen, in words
+    primary: str  # judges every pair
+    second: str | None = None  # judges the pairs of ``double_queries``
+    double_share: float = 0.0
+    seed: int = 0
+    double_queries: tuple[str, ...] = ()
+    parent: str | None = None  # the version the set revises, when it did not exist at the start
+
+    def pairs_for(self, annotator: str) -> list[Pair]:
+        if annotator == self.primary:
+            return list(self.pairs)
+        if annotator == self.second:
+            chosen = set(self.double_queries)
+            return [pair for pair in self.pairs if pair[0] in chosen]
+        second = f" and {self.second} (the double-judged queries)" if self.second else ""
+        raise InputError(
+            f"this set's judging session is assigned to {self.primary} (every pair){second}, not {annotator!r}",
+            file="<command line>",
+            field="annotator",
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "pairs": [list(pair) for pair in self.pairs],
+            "source": self.source,
+            "primary": self.primary,
+            "second": self.second,
+            "double_share": self.double_share,
+            "seed": self.seed,
+            "double_queries": list(self.double_queries),
+            "parent": self.parent,
+        }
+
+    @classmethod
+    def from_json(cls, document: Mapping[str, Any]) -> "Assignment":
+        return cls(
+            pairs=tuple((str(q), str(d)) for q, d in document["pairs"]),
+            source=str(document["source"]),
+            primary=str(document["primary"]),
+            second=document.get("second"),
+            double_share=float(document.get("double_share", 0.0)),
+            seed=int(document.get("seed", 0)),
+            double_queries=tuple(document.get("double_queries", ())),
+            parent=document.get("parent"),
+        )
+
+
+def choose_double_queries(query_ids: Iterable[str], share: float, seed: int) -> tuple[str, ...]:
+    """``round(share * n)`` of the distinct query ids, drawn with ``random.Random(seed)`` from their
+    sorted list (at least one when share > 0), returned sorted: the same ids for the same inputs."""
+    ids = sorted(set(query_ids))
+    if share <= 0 or not ids:
+        return ()
+    count = min(len(ids), max(1, round(share * len(ids))))
+    return tuple(sorted(random.Random(seed).sample(ids, count)))
+
+
+def new_assignment(
+    pairs: Iterable[Pair],
+    source: str,
+    primary: str,
+    *,
+    second: str | None = None,
+    double_share: float = 0.0,
+    seed: int = 0,
+    parent: str | None = None,
+) -> Assignment:
+    ordered = tuple(sorted(set(pairs)))
+    chosen = choose_double_queries((q for q, _ in ordered), double_share, seed) if second else ()
+    return Assignment(ordered, source, primary, second, double_share if second else 0.0, seed, chosen, parent)
+
+
+def read_assignment(set_dir: str | Path) -> Assignment | None:
+    path = session_dir(set_dir) / ASSIGNMENT_NAME
+    if not path.is_file():
+        return None
+    try:
+        return Assignment.from_json(json.loads(path.read_text(encoding="utf-8")))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise InputError(f"not a readable assignment: {exc}", file=str(path), field="assignment") from None
+
+
+def write_assignment(set_dir: str | Path, assignment: Assignment) -> None:
+    io.write_json(session_dir(set_dir) / ASSIGNMENT_NAME, assignment.to_json())
+
+
+def read_pool_pairs(path: str | Path, query_ids: Iterable[str], doc_ids: Iterable[str]) -> list[Pair]:
+    """The (query_id, doc_id) pairs of a pool file (.csv or .jsonl; grades in it are ignored);
+    ids the queries or the corpus lack are errors naming the file's lines."""
+    path = Path(path)
+    errors: list[InputError] = []
+    if path.suffix.lower() == ".csv":
+        rows = _csv_pairs(path, errors)
+    elif path.suffix.lower() == ".jsonl":
+        rows = [(r.line, r.values) for r in read_jsonl(path, errors, first_field="query_id")]
+    else:
+        raise InputError("a pool file ends in .csv or .jsonl", file=str(path), field="pool")
+    known_queries, known_docs = set(query_ids), set(doc_ids)
+    pairs: list[Pair] = []
+    for line, row in rows:
+        pair = tuple(str(row.get(key) or "").strip() for key in ("query_id", "doc_id"))
+        for key, value, known in (("query_id", pair[0], known_queries), ("doc_id", pair[1], known_docs)):
+            if value not in known:
+                what = "query file" if key == "query_id" else "corpus"
+                errors.append(InputError(f"{value!r} is not in the {what}", file=str(path), line=line, field=key))
+        pairs.append(pair)
+    raise_all(errors)
+    if not pairs:
+        raise InputError("no pairs to judge", file=str(path), field="query_id")
+    return pairs
+
+
+def _csv_pairs(path: Path, errors: list[InputError]) -> list[tuple[int, dict[str, Any]]]:
+    """(line, row) of a CSV with query_id and doc_id columns (a pool file's other columns are ignored)."""
+    if not path.is_file():
+        errors.append(InputError("no such file", file=str(path), field="pool"))
+        return []
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as fh:
+            reader = csv.DictReader(fh)
+            missing = [c for c in ("query_id", "doc_id") if c not in (reader.fieldnames or [])]
+            for column in missing:
+                errors.append(InputError("missing column", file=str(path), line=1, field=column))
+            if missing:
+                return []
+            rows = []
+            for row in reader:
+                if any((value or "").strip() for value in row.values() if isinstance(value, str)):
+                    rows.append((reader.line_num, row))
+            return rows
+    except (UnicodeDecodeError, csv.Error) as exc:
+        errors.append(InputError(f"not a readable CSV: {exc}", file=str(path), field="pool"))
+        return []
+
+
+# --------------------------------------------------------------------------- one annotator's session
+
+
+@dataclass
+class Session:
+    """One annotator's work: saved whole after every change."""
+
+    annotator: str
+    grades: dict[Pair, dict[str, Any]] = field(default_factory=dict)  # pair -> {"grade": int, "notes": str}
+    added: list[Pair] = field(default_factory=list)  # documents added from the search box
+    cursor: Pair | None = None  # the pair on screen
+    imported: set[Pair] = field(default_factory=set)  # grades already written into the set
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "annotator": self.annotator,
+            "grades": [
+                {"query_id": q, "doc_id": d, "grade": g["grade"], "notes": g.get("notes", "")}
+                for (q, d), g in sorted(self.grades.items())
+            ],
+            "added": [list(pair) for pair in self.added],
+            "cursor": list(self.cursor) if self.cursor else None,
+            "imported": [list(pair) for pair in sorted(self.imported)],
+        }
+
+    @classmethod
+    def from_json(cls, document: Mapping[str, Any]) -> "Session":
+        return cls(
+            annotator=str(document["annotator"]),
+            grades={
+                (str(g["query_id"]), str(g["doc_id"])): {"grade": int(g["grade"]), "notes": str(g.get("notes", ""))}
+                for g in document.get("grades", [])
+            },
+            added=[(str(q), str(d)) for q, d in document.get("added", [])],
+            cursor=tuple(document["cursor"]) if document.get("cursor") else None,
+            imported={(str(q), str(d)) for q, d in document.get("imported", [])},
+        )
+
+
+def load_session(path: str | Path, annotator: str) -> Session:
+    path = Path(path)
+    if not path.is_file():
+        return Session(annotator)
+    try:
+        session = Session.from_json(json.loads(path.read_text(encoding="utf-8")))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise InputError(f"not a readable judging session: {exc}", file=str(path), field="session") from None
+    if session.annotator != annotator:
+        raise InputError(f"the session of {session.annotator!r}, not {annotator!r}", file=str(path), field="annotator")
+    return session
+
+
+def save_session(path: str | Path, session: Session) -> None:
+    io.write_json(path, session.to_json())
+
+
+# --------------------------------------------------------------------------- the desk: what the page asks
+
+
+@dataclass(frozen=True)
+class Material:
+    """What the page shows: query texts, documents, the set's scale and rubric, and the pairs the set
+    already holds (by anyone), which the search box does not add again."""
+
+    queries: Mapping[str, str]
+    docs: pl.DataFrame  # doc_id, title, text
+    scale: Mapping[int, str]
+    rubric: str
+    judged: frozenset[Pair]
+
+
+class Desk:
+    """One annotator's judging: the pairs, the session, and every action the page can take.
+
+    Every method returns JSON-ready data and saves the session before returning. ``importer``
+    takes the filled pool file and imports it (:func:`releval.judging.pool.import_filled_pool`).
+    """
+
+    def __init__(
+        self,
+        set_dir: str | Path,
+        annotator: str,
+        assignment: Assignment,
+        material: Material,
+        importer: Callable[[Path], PoolImport],
+    ):
+        self.set_dir = Path(set_dir)
+        self.annotator = annotator
+        self.assigned = assignment.pairs_for(annotator)
+        self.material = material
+        self.importer = importer
+        self.path = session_file(set_dir, annotator)
+        self.session = load_session(self.path, annotator)
+        self._lock = threading.Lock()
+        self._row = {doc_id: i for i, doc_id in enumerate(material.docs["doc_id"].to_list())}
+        self._texts = material.docs["text"].to_list()
+        self._titles = material.docs["title"].to_list()
+        self._search_index = None
+        self._pairs = sorted(set(self.assigned) | set(self.session.added))
+        if self.session.cursor not in self._pairs:
+            self.session.cursor = self._next_ungraded(-1)
+
+    # ---- reading
+
+    @property
+    def pairs(self) -> list[Pair]:
+        return list(self._pairs)
+
+    def setup(self) -> dict[str, Any]:
+        return {
+            "annotator": self.annotator,
+            "set": self.set_dir.name,
+            "scale": [{"grade": g, "label": self.material.scale[g]} for g in sorted(self.material.scale)],
+            "rubric": self.material.rubric,
+        }
+
+    def state(self) -> dict[str, Any]:
+        with self._lock:
+            return self._state()
+
+    def _state(self) -> dict[str, Any]:
+        graded = sum(1 for pair in self._pairs if pair in self.session.grades)
+        view: dict[str, Any] = {
+            "total": len(self._pairs),
+            "graded": graded,
+            "done": graded == len(self._pairs),
+            "pair": None,
+        }
+        cursor = self.session.cursor
+        if cursor is None:
+            return view
+        query_id, doc_id = cursor
+        of_query = [pair for pair in self._pairs if pair[0] == query_id]
+        query_ids = list(dict.fromkeys(q for q, _ in self._pairs))
+        given = self.session.grades.get(cursor, {})
+        row = self._row[doc_id]
+        view["position"] = self._pairs.index(cursor) + 1
+        view["query_progress"] = {
+            "graded": sum(1 for pair in of_query if pair in self.session.grades),
+            "total": len(of_query),
+            "number": query_ids.index(query_id) + 1,
+            "queries": len(query_ids),
+        }
+        view["pair"] = {
+            "query_id": query_id,
+            "query": self.material.queries[query_id],
+            "doc_id": doc_id,
+            "title": self._titles[row] or "",
+            "text": self._texts[row] or "",
+            "grade": given.get("grade"),
+            "notes": given.get("notes", ""),
+        }
+        return view
+
+    # ---- acting
+
+    def grade(self, query_id: str, doc_id: str, grade: Any, notes: Any = "", advance: bool = True) -> dict[str, Any]:
+        with self._lock:
+            pair = self._known_pair(query_id, doc_id)
+            if isinstance(grade, bool) or not isinstance(grade, int) or grade not in self.material.scale:
+                raise InputError(
+                    f"expected one of the scale's grades {sorted(self.material.scale)}, got {grade!r}", field="grade"
+                )
+            if not isinstance(notes, str):
+                raise InputError(f"expected text, got {notes!r}", field="notes")
+            self.session.grades[pair] = {"grade": grade, "notes": notes.strip()}
+            self.session.imported.discard(pair)  # a changed grade is imported again (and refused if it repeats)
+            if advance:
+                following = self._next_ungraded(self._pairs.index(pair))
+                self.session.cursor = following or pair
+            else:
+                self.session.cursor = pair
+            self._save()
+            return self._state()
+
+    def move(self, to: str) -> dict[str, Any]:
+        with self._lock:
+            if to not in ("back", "skip"):
+                raise InputError(f"expected back or skip, got {to!r}", field="to")
+            if self._pairs and self.session.cursor is not None:
+                here = self._pairs.index(self.session.cursor)
+                step = -1 if to == "back" else 1
+                self.session.cursor = self._pairs[(here + step) % len(self._pairs)]
+                self._save()
+            return self._state()
+
+    def search(self, text: str) -> dict[str, Any]:
+        """The corpus's best BM25 matches for ``text`` (no score shown), each marked when it is already
+        a pair of the query on screen or judged for it in the set."""
+        from releval.retrieval.bm25 import tokenize
+
+        tokens = tokenize(text, _SEARCH_TOKENS)
+        with self._lock:
+            query_id = self.session.cursor[0] if self.session.cursor else None
+            results = []
+            if tokens:
+                indices, scores = self._index().top_k([tokens], SEARCH_RESULTS)
+                for i, score in zip(indices[0].tolist(), scores[0].tolist()):
+                    if score <= 0:
+                        break
+                    doc_id = self.material.docs["doc_id"][i]
+                    results.append(
+                        {
+                            "doc_id": doc_id,
+                            "title": self._titles[i] or "",
+                            "snippet": snippet(self._texts[i] or "", 200),
+                            "status": self._status((query_id, doc_id)) if query_id else None,
+                        }
+                    )
+            return {"query_id": query_id, "results": results}
+
+    def add(self, query_id: str, doc_id: str) -> dict[str, Any]:
+        """A document the pool missed becomes a pair of this query, and the pair on screen."""
+        with self._lock:
+            if query_id not in {q for q, _ in self._pairs}:
+                raise InputError(f"query {query_id!r} has no pairs in this session", field="query_id")
+            if doc_id not in self._row:
+                raise InputError(f"document {doc_id!r} is not in the corpus", field="doc_id")
+            pair = (query_id, doc_id)
+            status = self._status(pair)
+            if status == "judged":
+                raise InputError(f"{doc_id!r} is already judged for query {query_id!r} in the set", field="doc_id")
+            if status is None:
+                self.session.added.append(pair)
+                self._pairs = sorted(set(self._pairs) | {pair})
+            self.session.cursor = pair
+            self._save()
+            return self._state()
+
+    def finish(self) -> dict[str, Any]:
+        """Import the grades not imported yet into the set, through `releval pool --import`'s code."""
+        with self._lock:
+            pending = sorted(pair for pair in self.session.grades if pair not in self.session.imported)
+            if not pending:
+                raise InputError(
+                    "no new grades to write" + (" (all were written already)" if self.session.imported else ""),
+                    file=str(self.path),
+                    field="grades",
+                )
+            filled = session_dir(self.set_dir) / f"{self.annotator}.graded.jsonl"
+            write_pool(filled, self._filled_pool(pending))
+            result = self.importer(filled)
+            self.session.imported |= set(pending)
+            self._save()
+            moved = "" if result.idcg_moved is None else f"; IDCG@10 moved for {result.idcg_moved} queries"
+            return {
+                "version": result.judgment_set.version,
+                "added": result.added,
+                "ungraded": len(self._pairs) - sum(1 for p in self._pairs if p in self.session.grades),
+                "message": (
+                    f"{result.added} judgments of {self.annotator} written to {result.judgment_set.version} "
+                    f"({self.set_dir}){moved}; manifest sealed with judgments_sha256 "
+                    f"{result.judgment_set.manifest.judgments_sha256[:12]}…"
+                ),
+            }
+
+    # ---- internals
+
+    def _known_pair(self, query_id: Any, doc_id: Any) -> Pair:
+        pair = (query_id, doc_id)
+        if pair not in set(self._pairs):
+            raise InputError(f"({query_id!r}, {doc_id!r}) is not a pair of this session", field="doc_id")
+        return pair
+
+    def _status(self, pair: Pair) -> str | None:
+        if pair in self._pairs:
+            return "queued"
+        if pair in self.material.judged:
+            return "judged"
+        return None
+
+    def _next_ungraded(self, after: int) -> Pair | None:
+        """The first ungraded pair after index ``after``, wrapping round; else the first pair (or None)."""
+        n = len(self._pairs)
+        for step in range(1, n + 1):
+            pair = self._pairs[(after + step) % n]
+            if pair not in self.session.grades:
+                return pair
+        return self._pairs[0] if self._pairs and after < 0 else None
+
+    def _index(self):
+        if self._search_index is None:
+            from releval.retrieval.bm25 import BM25Index, tokenize
+
+            self._search_index = BM25Index.build(
+                [
+                    tokenize(f"{title or ''} {text or ''}", _SEARCH_TOKENS)
+                    for title, text in zip(self._titles, self._texts)
+                ]
+            )
+        return self._search_index
+
+    def _filled_pool(self, pending: list[Pair]) -> pl.DataFrame:
+        rows = []
+        for query_id, doc_id in pending:
+            given = self.session.grades[(query_id, doc_id)]
+            row = self._row[doc_id]
+            rows.append(
+                {
+                    "query_id": query_id,
+                    "query": self.material.queries[query_id],
+                    "doc_id": doc_id,
+                    "title": self._titles[row] or "",
+                    "snippet": snippet(self._texts[row] or ""),
+                    "grade": str(given["grade"]),
+                    "annotator": self.annotator,
+                    "notes": given.get("notes", ""),
+                }
+            )
+        return pl.DataFrame(rows, schema={c: pl.Utf8 for c in POOL_COLUMNS})
+
+    def _save(self) -> None:
+        save_session(self.path, self.session)
+
+
+def _search_tokens():
+    from releval.retrieval.bm25 import TokenizerConfig
+
+    return TokenizerConfig(stopwords="english")
+
+
+_SEARCH_TOKENS = _search_tokens()
+
+
+# --------------------------------------------------------------------------- the server
+
+
+def make_server(desk: Desk, port: int = 0) -> ThreadingHTTPServer:
+    """A server on 127.0.0.1 only (``port`` 0: a free one; the bound port is ``server_address[1]``)."""
+    handler = type("JudgeHandler", (_Handler,), {"desk": desk})
+    server = ThreadingHTTPServer(("127.0.0.1", port), handler)
+    server.daemon_threads = True
+    return server
+
+
+class _Handler(BaseHTTPRequestHandler):
+    desk: Desk
+    server_version = "releval-judge"
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+        pass  # the terminal shows the URL and the finish message, not every request
+
+    def do_GET(self) -> None:
+        if not self._local_host():
+            return
+        url = urlsplit(self.path)
+        if url.path in ("/", "/index.html"):
+            self._send(200, PAGE_HTML.encode("utf-8"), "text/html; charset=utf-8")
+        elif url.path == "/api/setup":
+            self._answer(self.desk.setup)
+        elif url.path == "/api/state":
+            self._answer(self.desk.state)
+        elif url.path == "/api/search":
+            text = parse_qs(url.query).get("q", [""])[0]
+            self._answer(lambda: self.desk.search(text))
+        else:
+            self._json(404, {"error": f"no such page: {url.path}"})
+
+    def do_POST(self) -> None:
+        if not self._local_host():
+            return
+        # JSON only: a page of another site cannot send it here without a preflight this server refuses.
+        if self.headers.get("Content-Type", "").split(";")[0].strip() != "application/json":
+            self._json(415, {"error": "expected application/json"})
+            return
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = json.loads(self.rfile.read(length) or b"{}")
+        except ValueError:
+            self._json(400, {"error": "the request body is not JSON"})
+            return
+        if not isinstance(body, dict):
+            self._json(400, {"error": "expected a JSON object"})
+            return
+        actions: dict[str, Callable[[], Any]] = {
+            "/api/grade": lambda: self.desk.grade(
+                body.get("query_id"),
+                body.get("doc_id"),
+                body.get("grade"),
+                body.get("notes", ""),
+                advance=bool(body.get("advance", True)),
+            ),  # fmt: skip
+            "/api/move": lambda: self.desk.move(body.get("to")),
+            "/api/add": lambda: self.desk.add(body.get("query_id"), body.get("doc_id")),
+            "/api/finish": self.desk.finish,
+        }
+        action = actions.get(urlsplit(self.path).path)
+        if action is None:
+            self._json(404, {"error": f"no such action: {self.path}"})
+            return
+        self._answer(action)
+
+    def _local_host(self) -> bool:
+        """Refuse a Host header naming anything but this machine (a DNS-rebinding page)."""
+        host = (self.headers.get("Host") or "").rsplit(":", 1)[0]
+        if host in ("127.0.0.1", "localhost"):
+            return True
+        self._json(403, {"error": "this server answers only to 127.0.0.1 or localhost"})
+        return False
+
+    def _answer(self, action: Callable[[], Any]) -> None:
+        try:
+            result = action()
+        except InputErrors as exc:
+            self._json(400, {"error": "\n".join(str(e) for e in exc.errors)})
+            return
+        except InputError as exc:
+            self._json(400, {"error": str(exc)})
+            return
+        self._json(200, result)
+
+    def _json(self, status: int, document: Any) -> None:
+        self._send(status, json.dumps(document, ensure_ascii=False).encode("utf-8"), "application/json")
+
+    def _send(self, status: int, body: bytes, content_type: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-store")
+        self.end_headers()
+        self.wfile.write(body)
+
+
+# --------------------------------------------------------------------------- opening a desk from the command's options
+
+
+def open_desk(
+    set_dir: str | Path,
+    annotator: str,
+    *,
+    pool: str | Path | None = None,
+    parent: str | Path | None = None,
+    queries: str | Path | None = None,
+    queries_format: str | None = None,
+    corpus: str | Path | None = None,
+    corpus_format: str | None = None,
+    depth: int | None = None,
+    second: str | None = None,
+    double_share: float | None = None,
+    seed: int | None = None,
+    date: str | None = None,
+) -> Desk:
+    """The desk of ``annotator`` on the set ``set_dir`` (an existing version, or a new one revising
+    ``parent``: by default the active judgment version of params.yaml).
+
+    At the first start the pairs (``pool``, else the judging debt of params.yaml's grid at ``depth``)
+    and the double-judging choice are recorded; later starts, the second annotator's included, read
+    that record, and options that contradict it are errors. Queries and corpus: the options, else the
+    pipeline's tables (data/work/queries.parquet, docs.parquet), else the set's dataset directory's;
+    a format not given is jsonl for queries and, for a corpus, what its path looks like.
+    """
+    from releval import paths
+    from releval.inputs.corpus import corpus_format_of, dataset_root_of, find_corpus_source, find_queries, read_docs
+    from releval.judging.pool import import_filled_pool, read_query_texts
+
+    set_dir = Path(set_dir)
+    annotator = checked_name(annotator, "annotator")
+    share = _checked_share(second, double_share, annotator)
+    recorded = read_assignment(set_dir)
+    parent = parent or (recorded.parent if recorded else None)
+    if not set_dir.exists() and parent is None:
+        parent = _active_set_path()
+    base = set_dir if set_dir.exists() else Path(parent)
+    base_set = jmod.load_version(base)
+    root = dataset_root_of(base)
+    queries_path, queries_format = _source(
+        queries, queries_format or "jsonl", paths.QUERIES, find_queries(root), "queries"
+    )
+    found_corpus = find_corpus_source(root)
+    corpus_path, corpus_format = _source(
+        corpus,
+        corpus_format or (corpus_format_of(Path(corpus)) if corpus else "jsonl"),
+        paths.DOCS,
+        found_corpus[0] if found_corpus else None,
+        "corpus",
+        found_corpus[1] if found_corpus else "jsonl",
+    )
+    query_texts = read_query_texts(queries_path, queries_format)
+    docs = read_docs(corpus_path, corpus_format)
+    rubric = base / base_set.manifest.rubric
+    material = Material(
+        queries=dict(zip(query_texts["query_id"].to_list(), query_texts["text"].to_list())),
+        docs=docs,
+        scale=base_set.manifest.scale,
+        rubric=rubric.read_text(encoding="utf-8"),
+        judged=frozenset(base_set.judgments.select("query_id", "doc_id").iter_rows()),
+    )
+    if recorded is None:
+        if pool is not None:
+            pairs = read_pool_pairs(pool, material.queries, docs["doc_id"].to_list())
+            source = f"the pool file {pool}"
+        else:
+            pairs, source = _debt_pairs(base, depth, queries_path, queries_format, corpus_path, corpus_format)
+        recorded = new_assignment(
+            pairs,
+            source,
+            annotator,
+            second=second,
+            double_share=share,
+            seed=0 if seed is None else seed,
+            parent=None if set_dir.exists() else str(parent),
+        )
+        write_assignment(set_dir, recorded)
+    else:
+        _check_against_record(recorded, set_dir, pool, second, double_share, seed)
+
+    def importer(filled: Path) -> PoolImport:
+        return import_filled_pool(
+            filled,
+            set_dir,
+            annotator=annotator,
+            parent=parent,
+            date=date,
+            queries=queries_path,
+            queries_format=queries_format,
+            corpus=corpus_path,
+            corpus_format=corpus_format,
+        )
+
+    return Desk(set_dir, annotator, recorded, material, importer)
+
+
+def _checked_share(second: str | None, share: float | None, annotator: str) -> float:
+    if second is None:
+        if share is not None:
+            raise InputError("--double-share needs --second-annotator", file="<command line>", field="double-share")
+        return 0.0
+    if checked_name(second, "second-annotator") == annotator:
+        raise InputError("the second annotator must be another person", file="<command line>", field="second-annotator")
+    share = 0.25 if share is None else share
+    if not 0.0 < share <= 1.0:
+        raise InputError(f"expected a share in (0, 1], got {share}", file="<command line>", field="double-share")
+    return share
+
+
+def _active_set_path() -> Path:
+    """The active judgment version of params.yaml (a releval set), the default parent of a new version."""
+    from releval.config import load_params, section
+
+    try:
+        judgments = section(load_params(), "judgments")
+    except InputError as exc:
+        raise InputError(
+            f"the set does not exist; name the version it revises with --parent ({exc})",
+            file="<command line>",
+            field="parent",
+        ) from None
+    if judgments.get("format") != "releval":
+        raise InputError(
+            f"the active judgments are {judgments.get('format')!r}, not a releval set; name one with --parent",
+            file="params.yaml",
+            field="judgments.format",
+        )
+    return Path(judgments["path"])
+
+
+def _source(
+    given: str | Path | None,
+    given_format: str,
+    table: str,
+    in_dataset: Path | None,
+    what: str,
+    dataset_format: str = "jsonl",
+) -> tuple[Path, str]:
+    """The option, else the pipeline's table when it exists, else the dataset directory's file."""
+    if given is not None:
+        return Path(given), given_format
+    if Path(table).is_file():
+        return Path(table), "parquet"
+    if in_dataset is not None:
+        return in_dataset, dataset_format
+    raise InputError(
+        f"no {what} found (neither {table} nor the set's dataset directory has them); pass --{what}",
+        file="<command line>",
+        field=what,
+    )
+
+
+def _debt_pairs(
+    base: Path, depth: int | None, queries: Path, queries_format: str, corpus: Path, corpus_format: str
+) -> tuple[list[Pair], str]:
+    """The judging debt of params.yaml's grid against ``base``, as `releval pool --missing` computes it."""
+    from releval import paths
+    from releval.config import load_params, section
+    from releval.judging.pool import grid_debt, judged_depth
+    from releval.measurement.metrics import contract_from_params
+
+    params = load_params()
+    metric_cfg = section(params, "metric")
+    depth = judged_depth(section(params, "metric.metrics"), metric_cfg.get("primary")) if depth is None else depth
+    if depth < 1:
+        raise InputError(f"must be >= 1, got {depth}", file="<command line>", field="depth")
+    debt = grid_debt(
+        section(params, "grid"),
+        paths.RUNS,
+        {"path": str(base), "format": "releval", "version": base.name},
+        depth,
+        queries,
+        corpus,
+        ties=contract_from_params(metric_cfg).ties,
+        queries_format=queries_format,
+        corpus_format=corpus_format,
+        subset=section(params, "dataset").get("subset") or {},
+        desc="judge: the judging debt",
+    )
+    pairs = list(debt.pool.select("query_id", "doc_id").iter_rows())
+    if not pairs:
+        raise InputError(
+            f"no judging debt: every configuration's top {depth} is judged in {base}; pass --pool to judge other pairs",
+            file="<command line>",
+            field="pool",
+        )
+    return pairs, f"the judging debt of the grid at depth {depth} against {debt.version}"
+
+
+def _check_against_record(
+    recorded: Assignment,
+    set_dir: Path,
+    pool: str | Path | None,
+    second: str | None,
+    share: float | None,
+    seed: int | None,
+) -> None:
+    """Options given again at a later start must agree with what the first start recorded."""
+    where = str(session_dir(set_dir) / ASSIGNMENT_NAME)
+    if pool is not None and recorded.source != f"the pool file {pool}":
+        raise InputError(f"this session judges {recorded.source}, not the pool file {pool}", file=where, field="pool")
+    if second is not None and second != recorded.second:
+        raise InputError(
+            f"the recorded second annotator is {recorded.second!r}, not {second!r}", file=where, field="second"
+        )
+    if share is not None and share != recorded.double_share:
+        raise InputError(
+            f"the recorded double-judged share is {recorded.double_share}, not {share}",
+            file=where,
+            field="double_share",
+        )
+    if seed is not None and recorded.second is not None and seed != recorded.seed:
+        raise InputError(f"the recorded seed is {recorded.seed}, not {seed}", file=where, field="seed")

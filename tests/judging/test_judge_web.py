@@ -1,0 +1,350 @@
+"""`releval judge`: the judging page in a real browser, its session store, double judging, blindness."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import threading
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import polars as pl
+import pytest
+import yaml
+
+from releval.commands import judge as judge_command
+from releval.errors import InputError
+from releval.judging import web
+from releval.judging.judgments import Manifest, doc_lengths, load_version, validate_version
+from releval.retrieval import runs
+from support.browser import CHROMIUM, CHROMIUM_FLAGS
+from support.browser import needs_chromium as needs_chromium_for
+
+needs_chromium = needs_chromium_for("the judging page's test drives a browser")
+
+QUERIES = {
+    "q1": "how do I sort a list in place",
+    "q2": "read a file line by line",
+    "q3": "parse command line arguments",
+}
+DOCS = {
+    "argparse": ("argparse", "Parse command line arguments with ArgumentParser and add_argument."),
+    "files": ("Reading files", "Open a file and iterate over it to read it line by line."),
+    "getopt": ("getopt", "A C-style parser for command line options."),
+    "heapq": ("heapq", "The heap queue algorithm, also known as the priority queue algorithm."),
+    "io": ("io", "Text streams; readline reads one line from the stream."),
+    "list": ("Lists", "list.sort sorts the list in place; sorted returns a new list."),
+    "optparse": ("optparse", "The deprecated optparse module: optparse.OptionParser reads options."),
+    "sorting": ("Sorting HOW TO", "sorted and list.sort, key functions, stability."),
+}
+RUBRIC = "Grade 0 to 3: what the user can do with the document.\n"
+CONFIG_IDS = ("bm25/c1", "m1/c1")
+# The judging debt at depth 2 (v1 judged (q1, list)): the union of both configurations' top 2, less it.
+DEBT = [
+    ("q1", "heapq"),
+    ("q1", "sorting"),
+    ("q2", "files"),
+    ("q2", "io"),
+    ("q3", "argparse"),
+    ("q3", "getopt"),
+    ("q3", "heapq"),
+]
+
+
+def chunk_run(rows: list[tuple[str, str, float]]) -> pl.DataFrame:
+    frame = pl.DataFrame(rows, schema={"query_id": pl.Utf8, "chunk_id": pl.Utf8, "score": pl.Float64}, orient="row")
+    return frame.with_columns(
+        pl.col("chunk_id").str.split("#").list.first().alias("doc_id"),
+        pl.int_range(1, pl.len() + 1).over("query_id").cast(pl.Int64).alias("rank"),
+    ).select("query_id", "chunk_id", "doc_id", "score", "rank")
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch) -> Path:
+    """A project as `dvc repro` leaves it, by hand: params (grid bm25 + m1 on c1, judged@2), the query
+    and document tables, two runs, and judgment version v1 (carol judged (q1, list))."""
+    root = tmp_path / "project"
+    params = {
+        "dataset": {"name": "small", "subset": {"docs": None, "queries": None}},
+        "judgments": {"version": "v1", "path": "data/judgments/v1", "format": "releval"},
+        "metric": {"metrics": ["ndcg@2", "judged@2"], "primary": "ndcg@2", "ties": "docid-asc"},
+        "grid": {"chunkings": ["c1"], "models": ["m1"], "fusions": []},
+    }
+    work = root / "data" / "work"
+    work.mkdir(parents=True)
+    (root / "params.yaml").write_text(yaml.safe_dump(params))
+    pl.DataFrame({"query_id": list(QUERIES), "text": list(QUERIES.values()), "split": ["dev"] * 3}).write_parquet(
+        work / "queries.parquet"
+    )
+    pl.DataFrame(
+        {"doc_id": list(DOCS), "title": [t for t, _ in DOCS.values()], "text": [x for _, x in DOCS.values()]}
+    ).write_parquet(work / "docs.parquet")
+    bm25 = [("q1", "list#0", 3.0), ("q1", "heapq#0", 2.0), ("q2", "files#0", 2.0), ("q2", "io#0", 1.0)]
+    bm25 += [("q3", "argparse#0", 2.0), ("q3", "getopt#0", 1.0), ("q3", "optparse#0", 0.5)]
+    dense = [("q1", "sorting#0", 0.9), ("q1", "list#0", 0.8), ("q2", "io#0", 0.9), ("q2", "files#0", 0.8)]
+    dense += [("q3", "getopt#0", 0.9), ("q3", "heapq#0", 0.8)]
+    runs.write_run(work / "runs" / "bm25" / "c1", chunk_run(bm25), {"config_id": CONFIG_IDS[0]})
+    runs.write_run(work / "runs" / "dense" / "m1" / "c1", chunk_run(dense), {"config_id": CONFIG_IDS[1]})
+    data = (json.dumps({"query_id": "q1", "doc_id": "list", "grade": 3, "annotator": "carol"}) + "\n").encode()
+    set_dir = root / "data" / "judgments" / "v1"
+    set_dir.mkdir(parents=True)
+    (set_dir / "judgments.jsonl").write_bytes(data)
+    (set_dir / "RUBRIC.md").write_text(RUBRIC)
+    scale = {0: "nothing", 1: "pointer", 2: "substantial", 3: "answers"}
+    manifest = Manifest("v1", None, "2026-11-30", scale, "RUBRIC.md", ("carol",), hashlib.sha256(data).hexdigest())
+    (set_dir / "manifest.yaml").write_text(manifest.to_yaml())
+    monkeypatch.chdir(root)
+    return root
+
+
+def serve(desk: web.Desk):
+    server = web.make_server(desk, 0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}/"
+
+
+def call(url: str, path: str, body: dict | None = None) -> tuple[int, dict]:
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url + path.lstrip("/"), data=data, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+def alice_rows(set_dir: str) -> dict[tuple[str, str], tuple[int, str | None]]:
+    frame = load_version(set_dir).judgments.filter(pl.col("annotator") == "alice")
+    return {(r["query_id"], r["doc_id"]): (r["grade"], r["notes"]) for r in frame.iter_rows(named=True)}
+
+
+# --------------------------------------------------------------------------- the page in a browser
+
+
+@needs_chromium
+def test_grading_in_a_browser_resumes_adds_from_search_and_finishes_into_a_valid_version(project):
+    from playwright.sync_api import sync_playwright
+
+    desk = web.open_desk("data/judgments/v2", "alice")  # the judging debt; parent: params' active v1
+    assert desk.pairs == DEBT
+    server, url = serve(desk)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        try:
+            page = browser.new_page()
+            page.set_default_timeout(10_000)
+
+            def open_page(address: str) -> None:
+                page.goto(address)
+                page.wait_for_selector("body[data-ready]")
+
+            def on_screen(query_id: str, doc_id: str) -> None:
+                page.wait_for_function("p => document.body.dataset.pair === p", arg=f"{query_id}\t{doc_id}")
+
+            open_page(url)
+            on_screen("q1", "heapq")
+            assert page.inner_text("#query") == QUERIES["q1"] and page.inner_text("#doc-text") == DOCS["heapq"][1]
+            assert "what the user can do" in page.inner_text("#rubric")
+            page.keyboard.press("0")
+            on_screen("q1", "sorting")
+            page.keyboard.press("3")
+            on_screen("q2", "files")
+            assert page.inner_text("#progress-query") == "query 2 of 3: 0 / 2 graded"
+            page.fill("#notes", "reads lines")
+            page.keyboard.press("Escape")
+            page.keyboard.press("2")
+            on_screen("q2", "io")
+            assert page.inner_text("#progress-all") == "overall 3 / 7 graded"
+
+            page.reload()  # a closed tab: the page comes back where it was
+            page.wait_for_selector("body[data-ready]")
+            on_screen("q2", "io")
+            server.shutdown()  # a killed command, started again: a new desk reads the session
+            server, url = serve(web.open_desk("data/judgments/v2", "alice"))
+            open_page(url)
+            on_screen("q2", "io")
+            assert page.inner_text("#progress-all") == "overall 3 / 7 graded"
+
+            page.keyboard.press("ArrowRight")  # skip
+            on_screen("q3", "argparse")
+            page.keyboard.press("ArrowLeft")  # back
+            on_screen("q2", "io")
+            page.keyboard.press("ArrowLeft")
+            on_screen("q2", "files")
+            assert page.input_value("#notes") == "reads lines"
+            assert page.inner_text(".grades button.chosen").startswith("2:")
+            page.keyboard.press("ArrowRight")
+            on_screen("q2", "io")
+            page.keyboard.press("1")
+            on_screen("q3", "argparse")
+
+            page.keyboard.press("/")
+            page.keyboard.type("optparse options")
+            page.keyboard.press("Enter")
+            page.click("#results li[data-doc-id=optparse] button.add")
+            on_screen("q3", "optparse")
+            page.keyboard.press("2")
+            on_screen("q3", "argparse")  # after the last pair: the first ungraded one
+            for key, following in (("3", "getopt"), ("0", "heapq")):
+                page.keyboard.press(key)
+                on_screen("q3", following)
+            page.keyboard.press("0")
+            page.wait_for_selector("#done", state="visible")
+            assert page.inner_text("#progress-all") == "overall 8 / 8 graded"
+
+            page.click("#finish")
+            page.wait_for_selector("body[data-finished=v2]")
+            assert "8 judgments of alice written to v2" in page.inner_text("#status")
+        finally:
+            browser.close()
+            server.shutdown()
+
+    docs = pl.read_parquet("data/work/docs.parquet")
+    written, problems = validate_version("data/judgments/v2", query_ids=list(QUERIES), doc_lengths=doc_lengths(docs))
+    assert problems == [] and written.manifest.parent == "v1" and written.manifest.annotators == ("carol", "alice")
+    assert alice_rows("data/judgments/v2") == {
+        ("q1", "heapq"): (0, None),
+        ("q1", "sorting"): (3, None),
+        ("q2", "files"): (2, "reads lines"),
+        ("q2", "io"): (1, None),
+        ("q3", "argparse"): (3, None),
+        ("q3", "getopt"): (0, None),
+        ("q3", "heapq"): (0, None),
+        ("q3", "optparse"): (2, None),
+    }
+    assert written.judgments.filter(pl.col("annotator") == "carol").height == 1
+
+
+# --------------------------------------------------------------------------- the session store
+
+
+def test_every_grade_is_saved_at_once_and_a_new_desk_resumes_it(project):
+    desk = web.open_desk("data/judgments/v2", "alice")
+    desk.grade("q1", "heapq", 1, " maybe ")
+    session = json.loads(web.session_file("data/judgments/v2", "alice").read_text())
+    assert session["grades"] == [{"query_id": "q1", "doc_id": "heapq", "grade": 1, "notes": "maybe"}]
+    assert session["cursor"] == ["q1", "sorting"]
+    desk.move("skip")
+    again = web.open_desk("data/judgments/v2", "alice")
+    assert again.session.grades == {("q1", "heapq"): {"grade": 1, "notes": "maybe"}}
+    assert again.state()["pair"]["doc_id"] == "files" and again.state()["graded"] == 1
+    with pytest.raises(InputError, match="scale's grades"):
+        again.grade("q1", "sorting", 4)
+    with pytest.raises(InputError, match="not a pair of this session"):
+        again.grade("q1", "argparse", 2)
+    assert sorted(p.name for p in web.session_dir("data/judgments/v2").iterdir()) == ["alice.json", "assignment.json"]
+
+
+def test_a_save_killed_before_its_rename_leaves_the_previous_session_whole(project):
+    web.open_desk("data/judgments/v2", "alice").grade("q1", "heapq", 0)
+    script = "from releval.judging import web; web.open_desk('data/judgments/v2', 'alice').grade('q1', 'sorting', 3)"
+    killed = subprocess.run(
+        [sys.executable, "-c", script],
+        env={**os.environ, "RELEVAL_FAULT": "before-rename@v2.session/alice.json"},
+        capture_output=True,
+        text=True,
+    )
+    assert killed.returncode == -9, killed.stderr
+    resumed = web.open_desk("data/judgments/v2", "alice")
+    assert resumed.session.grades == {("q1", "heapq"): {"grade": 0, "notes": ""}}
+
+
+def test_double_judging_is_a_seeded_recorded_choice_and_each_sees_only_his_own(project):
+    assert web.choose_double_queries(["q3", "q1", "q2", "q4"], 0.5, 7) == web.choose_double_queries(
+        ["q1", "q2", "q3", "q4"], 0.5, 7
+    )
+    draws = {web.choose_double_queries([f"q{i}" for i in range(20)], 0.25, seed) for seed in range(5)}
+    assert len(draws) > 1 and all(len(d) == 5 for d in draws)
+    assert web.choose_double_queries(["q1"], 0.1, 0) == ("q1",) and web.choose_double_queries(["q1"], 0, 0) == ()
+
+    alice = web.open_desk("data/judgments/v2", "alice", second="bob", double_share=0.34, seed=3)
+    recorded = json.loads((web.session_dir("data/judgments/v2") / "assignment.json").read_text())
+    chosen = recorded["double_queries"]
+    assert recorded["second"] == "bob" and recorded["seed"] == 3 and recorded["double_share"] == 0.34
+    assert chosen == list(web.choose_double_queries(QUERIES, 0.34, 3)) and len(chosen) == 1
+    bob = web.open_desk("data/judgments/v2", "bob")  # the record names him; no option repeated
+    assert bob.pairs == [pair for pair in DEBT if pair[0] in chosen] and alice.pairs == DEBT
+    with pytest.raises(InputError, match="not 'carl'"):
+        web.open_desk("data/judgments/v2", "carl")
+    with pytest.raises(InputError, match="recorded double-judged share is 0.34"):
+        web.open_desk("data/judgments/v2", "alice", second="bob", double_share=0.5)
+
+    first = bob.pairs[0]
+    alice.grade(*first, 3, "alice's note")
+    assert bob.state()["pair"]["grade"] is None and bob.state()["graded"] == 0
+    bob.grade(*first, 1)
+    assert alice.state()["graded"] == 1 and alice.session.grades[first]["grade"] == 3
+    alice.finish()  # creates v2 from v1
+    bob.finish()  # appends to it
+    both = load_version("data/judgments/v2").judgments.filter(
+        (pl.col("query_id") == first[0]) & (pl.col("doc_id") == first[1])
+    )
+    assert sorted(zip(both["annotator"], both["grade"])) == [("alice", 3), ("bob", 1)]
+    with pytest.raises(InputError, match="all were written already"):
+        bob.finish()
+
+
+def test_a_pool_file_names_the_pairs_and_bad_ids_are_named_by_line(project):
+    (project / "pool.csv").write_text("query_id,doc_id,grade\nq2,io,\nq1,list,2\n")
+    desk = web.open_desk("data/judgments/v2", "alice", pool="pool.csv", parent="data/judgments/v1")
+    assert desk.pairs == [("q1", "list"), ("q2", "io")]
+    (project / "bad.csv").write_text("query_id,doc_id,grade\nq2,io,\nq9,nope,\n")
+    with pytest.raises(InputError) as caught:
+        web.open_desk("data/judgments/v3", "alice", pool="bad.csv")
+    assert "bad.csv:3: field 'query_id'" in str(caught.value) and "bad.csv:3: field 'doc_id'" in str(caught.value)
+    with pytest.raises(InputError, match="the second annotator must be another person"):
+        web.open_desk("data/judgments/v3", "alice", second="alice")
+    with pytest.raises(InputError, match="letters, digits"):
+        web.open_desk("data/judgments/v3", "../alice")
+
+
+# --------------------------------------------------------------------------- blind, local, and the command
+
+
+def test_the_page_and_its_api_show_no_system_score_or_rank(project):
+    desk = web.open_desk("data/judgments/v2", "alice")
+    server, url = serve(desk)
+    try:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            html = response.read().decode()
+        answers = [call(url, "api/setup")[1], call(url, "api/state")[1], call(url, "api/search?q=priority%20queue")[1]]
+        answers.append(call(url, "api/grade", {"query_id": "q1", "doc_id": "heapq", "grade": 2})[1])
+        status, added = call(url, "api/add", {"query_id": "q1", "doc_id": "list"})
+        assert status == 400 and "already judged" in added["error"]
+        request = urllib.request.Request(url + "api/state", headers={"Host": "evil.example:80"})
+        with pytest.raises(urllib.error.HTTPError, match="403"):
+            urllib.request.urlopen(request, timeout=10)
+    finally:
+        server.shutdown()
+    assert server.server_address[0] == "127.0.0.1"
+    assert "<script src" not in html and "<link" not in html and "http" not in html.replace("http-equiv", "")
+
+    def keys(node) -> set[str]:
+        if isinstance(node, dict):
+            return set(node) | {k for value in node.values() for k in keys(value)}
+        return {k for value in node for k in keys(value)} if isinstance(node, list) else set()
+
+    text = json.dumps(answers) + html
+    assert not any(word in text.lower() for word in ("score", "rank", "bm25/", "m1/c1", "run.parquet", "dense"))
+    assert not {k for k in keys(answers) if any(w in k for w in ("score", "rank", "run", "config", "system"))}
+    hits = [hit["doc_id"] for hit in answers[2]["results"]]
+    assert hits == ["heapq"] and answers[2]["results"][0]["status"] == "queued" and answers[2]["query_id"] == "q1"
+
+
+def test_the_command_finishes_from_the_session_and_shares_options_with_the_model_judge(project, capsys):
+    parser = argparse.ArgumentParser()
+    judge_command.configure(parser)
+    options = {a.dest for a in parser._actions}
+    assert {"model", "pool", "annotator", "set_dir", "double_share", "second_annotator"} <= options
+    web.open_desk("data/judgments/v2", "alice").grade("q2", "io", 2, "readline")
+    args = parser.parse_args(["data/judgments/v2", "--annotator", "alice", "--finish"])
+    assert judge_command.run(args) == 0
+    assert "1 judgments of alice written to v2" in capsys.readouterr().out
+    assert alice_rows("data/judgments/v2") == {("q2", "io"): (2, "readline")}
+    with pytest.raises(InputError, match="--annotator"):
+        judge_command.run(parser.parse_args(["data/judgments/v2"]))
