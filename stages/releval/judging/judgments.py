@@ -59,6 +59,7 @@ import polars as pl
 
 from releval import io
 from releval.errors import InputError
+from releval.judging.judges import MODEL_PREFIX
 from releval.inputs.corpus import judgments_file, read_judgments
 from releval.inputs.schemas import Record, check_references, raise_all, validate_judgment_records, validate_judgments
 from releval.measurement.metrics import GAINS, grade_gains
@@ -766,7 +767,15 @@ def set_provenance(judgment_set: JudgmentSet) -> dict[str, Any]:
         "rubric_sha256": judgment_set.rubric_sha256,
         "description": manifest.description,
         "aggregation": "lower median of the annotators' grades",
+        **model_judged(judgment_set.judgments),
     }
+
+
+def model_judged(judgments: pl.DataFrame) -> dict[str, Any]:
+    """``model_judged_queries``: the queries a model judge labelled (reports keep the rest as the
+    human-only slice); nothing when every label is human."""
+    by_model = judgments.filter(pl.col("annotator").str.starts_with(MODEL_PREFIX))
+    return {"model_judged_queries": sorted(by_model["query_id"].unique().to_list())} if by_model.height else {}
 
 
 def active_judgments(

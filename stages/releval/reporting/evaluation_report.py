@@ -100,6 +100,16 @@ class EvaluationReport:
     baseline: str
 
 
+HUMAN_ONLY_SLICE = "human-only"
+
+
+def human_only_slice(judgments_meta: Mapping[str, Any], scored_ids: list[str]) -> dict[str, list[str]]:
+    """Where a model judge labelled some queries, the scored queries no model touched: a slice kept
+    and reported in every version, so a figure never rests on the model judge alone."""
+    model_judged = set(judgments_meta.get("model_judged_queries") or [])
+    return {HUMAN_ONLY_SLICE: [q for q in scored_ids if q not in model_judged]} if model_judged else {}
+
+
 def build_report(
     inputs: ReportInputs, params: Mapping[str, Any], template: str | Path, resamples: int, seed: int, worst: int
 ) -> EvaluationReport:
@@ -108,7 +118,7 @@ def build_report(
     dataset, judgments_params = section(params, "dataset"), section(params, "judgments")
     scored = holdout.scored_queries(inputs.queries, contract, source=str(inputs.queries_path))
     scored_ids = scored["query_id"].to_list()
-    slices = compare.query_slices(scored)
+    slices = compare.query_slices(scored) | human_only_slice(inputs.judgments_meta, scored_ids)
     log_entries = holdout.read_log(inputs.holdout_log)
     split_counts = holdout.split_counts(inputs.queries)
     run_metas = {cid: card_inputs.run_meta(lineage.get(cid, {})) for cid in configs}
