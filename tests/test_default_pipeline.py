@@ -32,6 +32,7 @@ def test_every_stage_of_the_default_grid_ran(default_project):
     assert "is empty" not in log  # DVC's warning about an empty dependency (the holdout log)
     expected = {
         "params",
+        "externals",  # records the declared external runs (none by default)
         "ingest",
         "queries",
         "judgments",

@@ -41,7 +41,7 @@ def test_a_fusion_of_any_runs_of_one_chunking_is_named_by_its_members():
     assert runs.multi_fused_id("rrf", ["dense/splade/c256", "dense/minilm/c256"]) == "rrf(splade,minilm)/c256"
     assert runs.multi_fused_id("rrf", ["dense/a/c1", "bm25/c1", "dense/b/c1"]) == "rrf(a,bm25,b)/c1"
     for members in (["dense/a/c1", "dense/b/c2"], ["dense/a/c1"]):
-        with pytest.raises(InputError, match="two or more first-stage runs of one chunking"):
+        with pytest.raises(InputError, match="two or more distinct first-stage runs of one chunking"):
             runs.multi_fused_id("rrf", members)
     grid = {
         "models": ["a", "b"],
