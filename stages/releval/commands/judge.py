@@ -29,20 +29,11 @@ import sys
 import webbrowser
 
 from releval.errors import InputError, InputErrors
-
-MODEL_JUDGE_MISSING = (
-    "the model judge (releval.judging.model_judge) is not part of this installation; "
-    "--model needs it (grade by hand without --model)"
-)
+from releval.judging import model_judge
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    model_judge = _model_judge()
-    group = parser.add_argument_group("model judge")
-    if model_judge is None:
-        group.add_argument("--model", metavar="CONFIG", help=MODEL_JUDGE_MISSING)
-    else:
-        model_judge.add_arguments(group)
+    model_judge.add_arguments(parser.add_argument_group("model judge"))  # light: imports no model library
     page = parser.add_argument_group("the judging page")
     _add(
         parser,
@@ -81,19 +72,8 @@ def _add(parser: argparse.ArgumentParser, group, name: str, **kwargs) -> None:
         group.add_argument(name, **kwargs)
 
 
-def _model_judge():
-    try:
-        from releval.judging import model_judge
-    except ImportError:
-        return None
-    return model_judge
-
-
 def run(args: argparse.Namespace) -> int:
     if getattr(args, "model", None):
-        model_judge = _model_judge()
-        if model_judge is None:
-            raise InputError(MODEL_JUDGE_MISSING, file="<command line>", field="model")
         return model_judge.run(args)
     from releval.judging import web
 
