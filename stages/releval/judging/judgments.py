@@ -778,6 +778,19 @@ def model_judged(judgments: pl.DataFrame) -> dict[str, Any]:
     return {"model_judged_queries": sorted(by_model["query_id"].unique().to_list())} if by_model.height else {}
 
 
+def active_set_path(params: Mapping[str, Any]) -> Path:
+    """The releval judgment set params.yaml names as active: the default parent of a new version."""
+    judgments = params.get("judgments") or {}
+    if judgments.get("format") != "releval" or not judgments.get("path"):
+        raise InputError(
+            f"no releval judgment set is active in params.yaml (judgments: {judgments or 'none'}); "
+            "name the version it revises with --parent SET_DIR",
+            file="params.yaml",
+            field="judgments",
+        )
+    return Path(judgments["path"])
+
+
 def active_judgments(
     judgments: Mapping[str, Any], subset: Mapping[str, Any], docs: pl.DataFrame, query_ids: pl.Series
 ) -> ActiveJudgments:

@@ -121,7 +121,9 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("name the new judgment version: releval judge SET_DIR --model CONFIG", field="set_dir")
     set_dir = Path(args.set_dir)
     params = _params_if_any()
-    parent_dir = Path(args.parent) if getattr(args, "parent", None) else _active_version(params)
+    from releval.judging.judgments import active_set_path
+
+    parent_dir = Path(args.parent) if getattr(args, "parent", None) else active_set_path(params)
     _check_new_version(set_dir, parent_dir)
     _check_limits(args.min_kappa, args.max_failure_rate)
     texts = TextSource.from_args(args, params)
@@ -162,17 +164,6 @@ def _params_if_any() -> dict[str, Any]:
     from releval.config import load_params
 
     return load_params() if Path(paths.PARAMS).is_file() else {}
-
-
-def _active_version(params: dict[str, Any]) -> Path:
-    judgments = params.get("judgments") or {}
-    if judgments.get("format") != "releval" or not judgments.get("path"):
-        raise InputError(
-            "no releval judgment set is active in params.yaml; name the parent with --parent SET_DIR",
-            file="params.yaml",
-            field="judgments",
-        )
-    return Path(judgments["path"])
 
 
 def _check_new_version(set_dir: Path, parent_dir: Path) -> None:
@@ -225,8 +216,10 @@ def human_only_queries(judgments: "pl.DataFrame | JudgmentSet") -> list[str]:
     slice a report can score on without trusting any model judge. Accepts a judgments table or a set."""
     import polars as pl
 
+    from releval.judging.judgments import model_judged
+
     frame = judgments if isinstance(judgments, pl.DataFrame) else judgments.judgments
-    touched = frame.filter(pl.col("annotator").str.starts_with(MODEL_PREFIX))["query_id"].unique().to_list()
+    touched = model_judged(frame).get("model_judged_queries", [])
     return sorted(set(frame["query_id"].unique().to_list()) - set(touched))
 
 
@@ -507,73 +500,27 @@ def calibrate(
 # --------------------------------------------------------------------------- the pool
 
 
-def read_pool_pairs(path: Path) -> list[tuple[str, str]]:
-    """The (query_id, doc_id) pairs of a pool file (CSV or JSONL), in file order, repeats dropped."""
-    from releval.inputs.schemas import raise_all, read_jsonl
-    from releval.judging.pool import _csv_rows
-
-    errors: list[InputError] = []
-    if path.suffix.lower() == ".csv":
-        rows = _csv_rows(path, errors)
-    elif path.suffix.lower() == ".jsonl":
-        rows = [(r.line, r.values) for r in read_jsonl(path, errors, first_field="query_id")]
-    else:
-        raise InputError("a pool file ends in .csv or .jsonl", file=str(path), field="pool")
-    pairs: list[tuple[str, str]] = []
-    for line, row in rows:
-        values = []
-        for key in ("query_id", "doc_id"):
-            value = row.get(key)
-            if not isinstance(value, str) or not value.strip():
-                errors.append(
-                    InputError(f"expected a non-empty id, found {value!r}", file=str(path), line=line, field=key)
-                )
-            values.append(str(value).strip() if value is not None else "")
-        pairs.append((values[0], values[1]))
-    raise_all(errors)
-    if not pairs:
-        raise InputError("no pairs in the pool file", file=str(path), field="pool")
-    return list(dict.fromkeys(pairs))
-
-
-def debt_pairs(params: dict[str, Any], parent: "JudgmentSet", depth: int | None, texts: TextSource):
-    """The grid's judging debt against the parent (as ``releval pool --missing``): (pairs, depth)."""
-    from releval import paths
-    from releval.config import section
-    from releval.judging.pool import grid_debt, judged_depth
-    from releval.measurement.metrics import contract_from_params
-
-    if not params:
-        raise InputError("no params.yaml: the judging debt needs the grid; give --pool FILE", file="params.yaml")
-    metric_cfg = section(params, "metric")
-    if depth is None:
-        depth = judged_depth(section(params, "metric.metrics"), metric_cfg.get("primary"))
-    elif depth < 1:
-        raise InputError(f"must be >= 1, got {depth}", file="<command line>", field="depth")
-    debt = grid_debt(
-        section(params, "grid"),
-        paths.RUNS,
-        {"path": str(parent.path), "format": "releval", "version": parent.version},
-        depth,
-        texts.queries,
-        texts.corpus,
-        ties=contract_from_params(metric_cfg).ties,
-        queries_format=texts.queries_format,
-        corpus_format=texts.corpus_format,
-        subset=(params.get("dataset") or {}).get("subset") or {},
-        desc="judging debt",
-    )
-    return list(zip(debt.pool["query_id"].to_list(), debt.pool["doc_id"].to_list())), depth
-
-
 def pool_pairs(
     args: argparse.Namespace, params: dict[str, Any], parent: "JudgmentSet", texts: TextSource
 ) -> tuple[list[tuple[str, str]], str]:
     """(pairs to grade, where they come from): --pool FILE or the grid's debt, less the parent's pairs."""
+    from releval.judging.pool import debt_pairs, read_pool_pairs
+
     if getattr(args, "pool", None):
-        pairs, source = read_pool_pairs(Path(args.pool)), str(args.pool)
+        pairs, source = read_pool_pairs(args.pool), str(args.pool)
     else:
-        pairs, depth = debt_pairs(params, parent, getattr(args, "depth", None), texts)
+        if not params:
+            raise InputError("no params.yaml: the judging debt needs the grid; give --pool FILE", file="params.yaml")
+        base = {"path": str(parent.path), "format": "releval", "version": parent.version}
+        pairs, depth = debt_pairs(
+            params,
+            base,
+            getattr(args, "depth", None),
+            texts.queries,
+            texts.queries_format,
+            texts.corpus,
+            texts.corpus_format,
+        )
         source = f"the judging debt of the grid at depth {depth} against {parent.version}"
     judged = set(zip(parent.judgments["query_id"].to_list(), parent.judgments["doc_id"].to_list()))
     left = [pair for pair in pairs if pair not in judged]

@@ -28,7 +28,7 @@ from releval.progress import progress
 from releval.retrieval import runs
 from releval.measurement import scoring
 from releval.measurement.compare import document_ranks
-from releval.measurement.metrics import parse_metric
+from releval.measurement.metrics import contract_from_params, parse_metric
 from releval.inputs import trec
 from releval.errors import InputError
 from releval.inputs.corpus import dataset_root_of, find_corpus, find_queries, read_docs
@@ -260,7 +260,9 @@ def read_filled_pool(path: str | Path, annotator: str | None) -> tuple[list[Reco
     return records, ungraded, errors
 
 
-def _csv_rows(path: Path, errors: list[InputError]) -> list[tuple[int, dict[str, Any]]]:
+def _csv_rows(
+    path: Path, errors: list[InputError], required: tuple[str, ...] = ("query_id", "doc_id", "grade")
+) -> list[tuple[int, dict[str, Any]]]:
     source = str(path)
     if not path.is_file():
         errors.append(InputError("no such file", file=source, field="path"))
@@ -277,10 +279,10 @@ def _csv_rows(path: Path, errors: list[InputError]) -> list[tuple[int, dict[str,
         errors.append(InputError("empty: no header row", file=source, line=1, field="query_id"))
         return []
     header = [h.strip() for h in header]
-    for required in ("query_id", "doc_id", "grade"):
-        if required not in header:
+    for column in required:
+        if column not in header:
             errors.append(
-                InputError(f"missing column (header: {', '.join(header)})", file=source, line=1, field=required)
+                InputError(f"missing column (header: {', '.join(header)})", file=source, line=1, field=column)
             )
     if errors:
         return []
@@ -303,6 +305,82 @@ def _csv_rows(path: Path, errors: list[InputError]) -> list[tuple[int, dict[str,
     except csv.Error as exc:
         errors.append(InputError(f"malformed CSV: {exc}", file=source, line=reader.line_num, field="row"))
     return rows
+
+
+def read_pool_pairs(
+    path: str | Path, query_ids: Iterable[str] | None = None, doc_ids: Iterable[str] | None = None
+) -> list[tuple[str, str]]:
+    """The (query_id, doc_id) pairs of a pool file (.csv or .jsonl; other columns, grades included, are
+    ignored), in file order, repeats dropped: the pairs a judge (page or model) is given. An empty id,
+    or one ``query_ids`` / ``doc_ids`` lack (when given), is an error naming the file's line."""
+    path = Path(path)
+    errors: list[InputError] = []
+    if path.suffix.lower() == ".csv":
+        rows = _csv_rows(path, errors, required=("query_id", "doc_id"))
+    elif path.suffix.lower() == ".jsonl":
+        rows = [(r.line, r.values) for r in read_jsonl(path, errors, first_field="query_id")]
+    else:
+        raise InputError("a pool file ends in .csv or .jsonl", file=str(path), field="pool")
+    known = {
+        "query_id": (None if query_ids is None else set(query_ids), "query file"),
+        "doc_id": (None if doc_ids is None else set(doc_ids), "corpus"),
+    }
+    pairs: list[tuple[str, str]] = []
+    for line, row in rows:
+        values = []
+        for key in ("query_id", "doc_id"):
+            value, (ids, where) = row.get(key), known[key]
+            text = value.strip() if isinstance(value, str) else ""
+            if not text:
+                problem = f"expected a non-empty id, found {value!r}"
+            elif ids is not None and text not in ids:
+                problem = f"{text!r} is not in the {where}"
+            else:
+                problem = None
+            if problem:
+                errors.append(InputError(problem, file=str(path), line=line, field=key))
+            values.append(text)
+        pairs.append((values[0], values[1]))
+    raise_all(errors)
+    if not pairs:
+        raise InputError("no pairs to judge", file=str(path), field="pool")
+    return list(dict.fromkeys(pairs))
+
+
+def debt_pairs(
+    params: Mapping[str, Any],
+    base: Mapping[str, Any],
+    depth: int | None,
+    queries: str | Path,
+    queries_format: str,
+    corpus: str | Path,
+    corpus_format: str,
+    desc: str = "judging debt",
+) -> tuple[list[tuple[str, str]], int]:
+    """The grid's judging debt against the judgment set ``base`` (params-style: path, format, version),
+    as `releval pool --missing` computes it: (pairs, depth; default the contract's judged@k)."""
+    from releval import paths
+    from releval.config import section
+
+    metric_cfg = section(params, "metric")
+    if depth is None:
+        depth = judged_depth(section(params, "metric.metrics"), metric_cfg.get("primary"))
+    if depth < 1:
+        raise InputError(f"must be >= 1, got {depth}", file="<command line>", field="depth")
+    debt = grid_debt(
+        section(params, "grid"),
+        paths.RUNS,
+        base,
+        depth,
+        queries,
+        corpus,
+        ties=contract_from_params(metric_cfg).ties,
+        queries_format=queries_format,
+        corpus_format=corpus_format,
+        subset=(params.get("dataset") or {}).get("subset") or {},
+        desc=desc,
+    )
+    return list(zip(debt.pool["query_id"].to_list(), debt.pool["doc_id"].to_list())), depth
 
 
 # --------------------------------------------------------------------------- importing a filled pool

@@ -24,7 +24,6 @@ validation against the set's scale, the queries and the corpus, and a re-sealed 
 
 from __future__ import annotations
 
-import csv
 import json
 import random
 import re
@@ -39,7 +38,6 @@ import polars as pl
 
 from releval import io
 from releval.errors import InputError, InputErrors
-from releval.inputs.schemas import read_jsonl, raise_all
 from releval.judging import judgments as jmod
 from releval.judging.judge_page import PAGE_HTML
 from releval.judging.pool import POOL_COLUMNS, PoolImport, snippet, write_pool
@@ -163,55 +161,6 @@ def read_assignment(set_dir: str | Path) -> Assignment | None:
 
 def write_assignment(set_dir: str | Path, assignment: Assignment) -> None:
     io.write_json(session_dir(set_dir) / ASSIGNMENT_NAME, assignment.to_json())
-
-
-def read_pool_pairs(path: str | Path, query_ids: Iterable[str], doc_ids: Iterable[str]) -> list[Pair]:
-    """The (query_id, doc_id) pairs of a pool file (.csv or .jsonl; grades in it are ignored);
-    ids the queries or the corpus lack are errors naming the file's lines."""
-    path = Path(path)
-    errors: list[InputError] = []
-    if path.suffix.lower() == ".csv":
-        rows = _csv_pairs(path, errors)
-    elif path.suffix.lower() == ".jsonl":
-        rows = [(r.line, r.values) for r in read_jsonl(path, errors, first_field="query_id")]
-    else:
-        raise InputError("a pool file ends in .csv or .jsonl", file=str(path), field="pool")
-    known_queries, known_docs = set(query_ids), set(doc_ids)
-    pairs: list[Pair] = []
-    for line, row in rows:
-        pair = tuple(str(row.get(key) or "").strip() for key in ("query_id", "doc_id"))
-        for key, value, known in (("query_id", pair[0], known_queries), ("doc_id", pair[1], known_docs)):
-            if value not in known:
-                what = "query file" if key == "query_id" else "corpus"
-                errors.append(InputError(f"{value!r} is not in the {what}", file=str(path), line=line, field=key))
-        pairs.append(pair)
-    raise_all(errors)
-    if not pairs:
-        raise InputError("no pairs to judge", file=str(path), field="query_id")
-    return pairs
-
-
-def _csv_pairs(path: Path, errors: list[InputError]) -> list[tuple[int, dict[str, Any]]]:
-    """(line, row) of a CSV with query_id and doc_id columns (a pool file's other columns are ignored)."""
-    if not path.is_file():
-        errors.append(InputError("no such file", file=str(path), field="pool"))
-        return []
-    try:
-        with open(path, encoding="utf-8-sig", newline="") as fh:
-            reader = csv.DictReader(fh)
-            missing = [c for c in ("query_id", "doc_id") if c not in (reader.fieldnames or [])]
-            for column in missing:
-                errors.append(InputError("missing column", file=str(path), line=1, field=column))
-            if missing:
-                return []
-            rows = []
-            for row in reader:
-                if any((value or "").strip() for value in row.values() if isinstance(value, str)):
-                    rows.append((reader.line_num, row))
-            return rows
-    except (UnicodeDecodeError, csv.Error) as exc:
-        errors.append(InputError(f"not a readable CSV: {exc}", file=str(path), field="pool"))
-        return []
 
 
 # --------------------------------------------------------------------------- one annotator's session
@@ -667,7 +616,9 @@ def open_desk(
     """
     from releval import paths
     from releval.inputs.corpus import corpus_format_of, dataset_root_of, find_corpus_source, find_queries, read_docs
-    from releval.judging.pool import import_filled_pool, read_query_texts
+    from releval.config import load_params
+    from releval.judging.judgments import active_set_path
+    from releval.judging.pool import debt_pairs, import_filled_pool, read_pool_pairs, read_query_texts
 
     set_dir = Path(set_dir)
     annotator = checked_name(annotator, "annotator")
@@ -675,7 +626,7 @@ def open_desk(
     recorded = read_assignment(set_dir)
     parent = parent or (recorded.parent if recorded else None)
     if not set_dir.exists() and parent is None:
-        parent = _active_set_path()
+        parent = active_set_path(load_params() if Path(paths.PARAMS).is_file() else {})
     base = set_dir if set_dir.exists() else Path(parent)
     base_set = jmod.load_version(base)
     root = dataset_root_of(base)
@@ -706,7 +657,24 @@ def open_desk(
             pairs = read_pool_pairs(pool, material.queries, docs["doc_id"].to_list())
             source = f"the pool file {pool}"
         else:
-            pairs, source = _debt_pairs(base, depth, queries_path, queries_format, corpus_path, corpus_format)
+            pairs, depth = debt_pairs(
+                load_params(),
+                {"path": str(base), "format": "releval", "version": base.name},
+                depth,
+                queries_path,
+                queries_format,
+                corpus_path,
+                corpus_format,
+                desc="judge: the judging debt",
+            )
+            if not pairs:
+                raise InputError(
+                    f"no judging debt: every configuration's top {depth} is judged in {base}; "
+                    "pass --pool to judge other pairs",
+                    file="<command line>",
+                    field="pool",
+                )
+            source = f"the judging debt of the grid at depth {depth} against {base_set.version}"
         recorded = new_assignment(
             pairs,
             source,
@@ -749,27 +717,6 @@ def _checked_share(second: str | None, share: float | None, annotator: str) -> f
     return share
 
 
-def _active_set_path() -> Path:
-    """The active judgment version of params.yaml (a releval set), the default parent of a new version."""
-    from releval.config import load_params, section
-
-    try:
-        judgments = section(load_params(), "judgments")
-    except InputError as exc:
-        raise InputError(
-            f"the set does not exist; name the version it revises with --parent ({exc})",
-            file="<command line>",
-            field="parent",
-        ) from None
-    if judgments.get("format") != "releval":
-        raise InputError(
-            f"the active judgments are {judgments.get('format')!r}, not a releval set; name one with --parent",
-            file="params.yaml",
-            field="judgments.format",
-        )
-    return Path(judgments["path"])
-
-
 def _source(
     given: str | Path | None,
     given_format: str,
@@ -790,43 +737,6 @@ def _source(
         file="<command line>",
         field=what,
     )
-
-
-def _debt_pairs(
-    base: Path, depth: int | None, queries: Path, queries_format: str, corpus: Path, corpus_format: str
-) -> tuple[list[Pair], str]:
-    """The judging debt of params.yaml's grid against ``base``, as `releval pool --missing` computes it."""
-    from releval import paths
-    from releval.config import load_params, section
-    from releval.judging.pool import grid_debt, judged_depth
-    from releval.measurement.metrics import contract_from_params
-
-    params = load_params()
-    metric_cfg = section(params, "metric")
-    depth = judged_depth(section(params, "metric.metrics"), metric_cfg.get("primary")) if depth is None else depth
-    if depth < 1:
-        raise InputError(f"must be >= 1, got {depth}", file="<command line>", field="depth")
-    debt = grid_debt(
-        section(params, "grid"),
-        paths.RUNS,
-        {"path": str(base), "format": "releval", "version": base.name},
-        depth,
-        queries,
-        corpus,
-        ties=contract_from_params(metric_cfg).ties,
-        queries_format=queries_format,
-        corpus_format=corpus_format,
-        subset=section(params, "dataset").get("subset") or {},
-        desc="judge: the judging debt",
-    )
-    pairs = list(debt.pool.select("query_id", "doc_id").iter_rows())
-    if not pairs:
-        raise InputError(
-            f"no judging debt: every configuration's top {depth} is judged in {base}; pass --pool to judge other pairs",
-            file="<command line>",
-            field="pool",
-        )
-    return pairs, f"the judging debt of the grid at depth {depth} against {debt.version}"
 
 
 def _check_against_record(
