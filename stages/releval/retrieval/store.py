@@ -64,6 +64,8 @@ REFS = "refs"
 KEY_BYTES = 32
 # On CPUs, batches of texts shorter than this many tokens are filled to a fixed row count.
 FILL_BELOW_CPU = 64
+# Rows copied from a shard into a cell's matrix per step (bounds the temporary copy).
+GATHER_BLOCK = 65_536
 
 
 def text_keys(texts: Sequence[str]) -> np.ndarray:
@@ -159,8 +161,25 @@ class EmbeddingStore:
         shards = self.shards()
         places = np.array([index[key.tobytes()] for key in keys], dtype=np.int64).reshape(-1, 2)
         lengths = np.empty(len(keys), dtype=np.int64)
+        numbers = np.unique(places[:, 0])
+        if self.family != "sparse":
+            # Dense rows go straight into the cell's matrix, one shard in memory at a time: at 10^6
+            # chunks a matrix is a gigabyte, and per-shard copies stacked afterwards doubled it.
+            out = None
+            for number in numbers:
+                rows = np.flatnonzero(places[:, 0] == number)
+                shard = shards[number]
+                vectors = read_vectors(shard, self.family)
+                if out is None:
+                    out = np.empty((len(keys), vectors.shape[1]), dtype=np.float32)
+                for start in range(0, len(rows), GATHER_BLOCK):
+                    block = rows[start : start + GATHER_BLOCK]
+                    out[block] = vectors[places[block, 1]]
+                del vectors
+                lengths[rows] = io.read_npy(shard / LENGTHS_FILE)[places[rows, 1]]
+            return (out if out is not None else np.empty((0, 0), dtype=np.float32)), lengths
         parts: dict[int, tuple[np.ndarray, Any]] = {}
-        for number in np.unique(places[:, 0]):
+        for number in numbers:
             rows = np.flatnonzero(places[:, 0] == number)
             shard = shards[number]
             vectors = read_vectors(shard, self.family)
@@ -239,15 +258,21 @@ def encode_exact_length(
     to the same length share a batch.
     """
     parts: dict[int, tuple[np.ndarray, Any]] = {}
+    out = None  # dense rows are written in place as they come (no second copy of the matrix)
     for group in exact_length_batches(lengths, keys):
         fill = lengths[group[0]] < plan.fill_below
         for start in range(0, len(group), plan.rows):
             rows = group[start : start + plan.rows]
             batch = np.resize(rows, plan.rows) if fill else rows
             vectors = encode([texts[r] for r in batch])
-            parts[len(parts)] = (rows, vectors[: len(rows)])
+            if family == "sparse":
+                parts[len(parts)] = (rows, vectors[: len(rows)])
+            else:
+                if out is None:
+                    out = np.empty((len(texts), vectors.shape[1]), dtype=np.float32)
+                out[rows] = vectors[: len(rows)]
             on_encoded(len(rows))
-    return _stack_in_order(parts, len(texts), family)
+    return out if out is not None else _stack_in_order(parts, len(texts), family)
 
 
 def unique_rows(keys: np.ndarray) -> np.ndarray:
@@ -432,6 +457,7 @@ def encode_through_store(
         cap = None if encoder.family == "static" else encoder.config.max_seq_length
         computed_tokens = int(np.minimum(lengths, cap).sum() if cap else lengths.sum())
         store.add(keys[missing], vectors, lengths, encoder.module_protocol())
+        del vectors, index  # the store holds them now; the cell is assembled from it below
         index = store.index()
     vectors, lengths = store.gather(keys, index)
     protocol = store.description().get("encoder", {})
