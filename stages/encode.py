@@ -57,8 +57,8 @@ def main() -> None:
         compute=executor.compute(manifest, config, "document"),
     )
     cut = truncation_from_lengths(config, assembled.lengths)
-    throughput = store.throughput(cell, assembled)
     cell_name = f"{args.model}/{args.chunking}"
+    throughput = store.throughput(cell, assembled, cell_name)
     ref = store.write_ref(args.store, cell, store.text_keys(texts), cell_name, store.head_commit())
     vectors = assembled.vectors
     stats = {

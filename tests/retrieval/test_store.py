@@ -155,6 +155,34 @@ def test_a_killed_write_leaves_no_partial_shard(tmp_path):
     assert json.loads((tmp_path / cell.id / "namespace.json").read_text())["id"] == cell.id
 
 
+def test_throughput_is_each_cells_own_until_a_cell_has_none(tmp_path):
+    """A cell that encodes too few texts to time reports its own last measurement, not another
+    chunking's (longer chunks encode fewer per second); only a cell never measured borrows one."""
+    import dataclasses
+
+    cell = store.EmbeddingStore(tmp_path, {"format": 1, "model": "m", "role": "document"}, "dense")
+    none = np.zeros(0)
+    short = store.Assembled(none, none, computed=300, reused=0, encode_s=10.0, computed_tokens=30_000)
+    assert store.throughput(cell, short, "m/c256") == {
+        "chunks_per_s": 30.0,
+        "tokens_per_s": 3000.0,
+        "throughput_from": "this run",
+    }
+    store.throughput(cell, dataclasses.replace(short, encode_s=30.0, computed_tokens=60_000), "m/c512")
+    one_edit = dataclasses.replace(short, computed=1, reused=299, encode_s=0.5, computed_tokens=100)
+    own = store.throughput(cell, one_edit, "m/c256")
+    assert own["chunks_per_s"] == 30.0 and own["throughput_from"].startswith("store (300 texts, ")
+    assert ", of " not in own["throughput_from"]
+    borrowed = store.throughput(cell, one_edit, "m/c1024")
+    assert borrowed["chunks_per_s"] == 10.0 and borrowed["throughput_from"].endswith(", of m/c512)")
+    # A store written before measurements were kept per cell: its one figure is borrowed, and said so.
+    (cell.folder / store.THROUGHPUT_FILE).write_text(
+        json.dumps({"chunks_per_s": 5.0, "tokens_per_s": 50.0, "texts": 400, "measured": "2026-11-01"})
+    )
+    old = store.throughput(cell, one_edit, "m/c256")
+    assert old["chunks_per_s"] == 5.0 and old["throughput_from"] == "store (400 texts, 2026-11-01, of another cell)"
+
+
 @pytest.mark.slow
 def test_half_precision_is_its_own_namespace_and_close_to_float32(tmp_path, minilm, texts):
     """The GPU options' mechanics, on this CPU (no accelerator here): bfloat16 weights encode,

@@ -472,28 +472,35 @@ THROUGHPUT_FILE = "throughput.json"
 THROUGHPUT_MIN_TEXTS = 256
 
 
-def throughput(store: EmbeddingStore, assembled: Assembled) -> dict[str, Any]:
-    """chunks/s and tokens/s of this machine for the namespace: measured now when enough texts
-    were encoded (and recorded in the store), else the last such measurement (``throughput_from``
-    says which); None when nothing was ever measured."""
+def throughput(store: EmbeddingStore, assembled: Assembled, cell: str) -> dict[str, Any]:
+    """chunks/s and tokens/s of this machine for ``cell`` (one model and chunking): measured now
+    when enough texts were encoded (and recorded in the store), else this cell's last such
+    measurement, else the namespace's last one (another chunking's texts: other lengths, so only
+    roughly comparable); ``throughput_from`` says which. None when nothing was ever measured."""
     path = store.folder / THROUGHPUT_FILE
-    if (
-        assembled.computed
-        and assembled.encode_s > 0
-        and (assembled.computed >= THROUGHPUT_MIN_TEXTS or not path.is_file())
-    ):
+    recorded = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    if "cells" not in recorded:  # a file of the earlier format held the last measurement only
+        recorded = {"cells": {}, "last": recorded or None}
+    measured_now = assembled.computed and assembled.encode_s > 0
+    if measured_now and (assembled.computed >= THROUGHPUT_MIN_TEXTS or not path.is_file()):
         figures = {
             "chunks_per_s": round(assembled.computed / assembled.encode_s, 2),
             "tokens_per_s": round(assembled.computed_tokens / assembled.encode_s, 1),
         }
         if assembled.computed >= THROUGHPUT_MIN_TEXTS:
-            io.write_json(path, {**figures, "texts": assembled.computed, "measured": _now()})
+            measurement = {**figures, "texts": assembled.computed, "measured": _now(), "cell": cell}
+            recorded["cells"][cell] = recorded["last"] = measurement
+            io.write_json(path, recorded)
         return {**figures, "throughput_from": "this run"}
-    if path.is_file():
-        recorded = json.loads(path.read_text(encoding="utf-8"))
-        return {
-            "chunks_per_s": recorded["chunks_per_s"],
-            "tokens_per_s": recorded["tokens_per_s"],
-            "throughput_from": f"store ({recorded['texts']} texts, {recorded['measured']})",
-        }
-    return {"chunks_per_s": None, "tokens_per_s": None, "throughput_from": None}
+    own = recorded["cells"].get(cell)
+    found = own or recorded["last"]
+    if not found:
+        return {"chunks_per_s": None, "tokens_per_s": None, "throughput_from": None}
+    source = f"{found['texts']} texts, {found['measured']}"
+    if not own:
+        source += f", of {found.get('cell') or 'another cell'}"
+    return {
+        "chunks_per_s": found["chunks_per_s"],
+        "tokens_per_s": found["tokens_per_s"],
+        "throughput_from": f"store ({source})",
+    }
