@@ -109,6 +109,8 @@ class StageRun:
     peak_rss_mb: float | None = None
     load_1min: float | None = None  # the machine's 1-minute load average when the stage ended
     note: str = ""
+    measured: str = ""  # when and at which revision the figures were taken ("" for a stage not run)
+    reused: bool = False  # figures of an earlier run of this project (--resume), not measured now
 
 
 @dataclass
@@ -278,23 +280,36 @@ def run_stage(
     logs.mkdir(exist_ok=True)
     usage_file = logs / f"{name}.usage.json"
     if resume and usage_file.exists() and json.loads(usage_file.read_text())["code"] == 0:
-        return stage_run(name, json.loads(usage_file.read_text()), logs, timeout)
+        return stage_run(name, json.loads(usage_file.read_text()), logs, timeout, reused=True)
     usage_file.unlink(missing_ok=True)
+    measured = f"{time.strftime('%Y-%m-%d %H:%M')} at {git_revision()}"
     command = [sys.executable, "-I", "-S", "-c", LAUNCHER, str(usage_file), str(timeout), sys.executable, *argv]
     with open(logs / f"{name}.log", "w") as out:
         subprocess.run(command, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, env=env, check=False)
     if not usage_file.exists():  # the launcher itself was killed, from outside
         return StageRun(name, "killed", None, None, round(os.getloadavg()[0], 2), "killed from outside the benchmark")
-    return stage_run(name, json.loads(usage_file.read_text()), logs, timeout)
+    usage = {**json.loads(usage_file.read_text()), "measured": measured}
+    usage_file.write_text(json.dumps(usage))
+    return stage_run(name, usage, logs, timeout)
 
 
-def stage_run(name: str, usage: dict, logs: Path, timeout: float) -> StageRun:
+def stage_run(name: str, usage: dict, logs: Path, timeout: float, reused: bool = False) -> StageRun:
     seconds, peak_mb = round(usage["seconds"], 2), round(usage["maxrss_kib"] * 1024 / 1e6, 1)
     load = round(usage["load_1min"], 2)
+    measured = usage.get("measured", "an earlier run (not recorded)")
     if usage["timed_out"]:
-        return StageRun(name, "timeout", seconds, peak_mb, load, f"killed after {timeout:.0f} s")
+        return StageRun(name, "timeout", seconds, peak_mb, load, f"killed after {timeout:.0f} s", measured, reused)
     status = "ok" if usage["code"] == 0 else "failed"
-    return StageRun(name, status, seconds, peak_mb, load, last_line(logs / f"{name}.log"))
+    return StageRun(name, status, seconds, peak_mb, load, last_line(logs / f"{name}.log"), measured, reused)
+
+
+def forget_stages(project: Path, names: list[str]) -> None:
+    """``--rerun``: the named stages' recorded figures are dropped so that a resumed run measures
+    them again; an encode measured again starts from an empty embedding store, as in a fresh run."""
+    for name in names:
+        (project / "logs" / f"{name}.usage.json").unlink(missing_ok=True)
+    if "encode" in names:
+        shutil.rmtree(project / paths.EMBEDDING_STORE, ignore_errors=True)
 
 
 def last_line(log: Path) -> str:
@@ -468,6 +483,17 @@ def markdown(document: dict) -> str:
         lines.append(f"| {stage} | " + " | ".join(cells) + f" | {'' if exponent is None else exponent} |")
     documents = " | ".join(f"{r['documents']:,} docs, {r['characters'] / 1e6:,.0f}M chars" for r in runs)
     lines += [f"| corpus | {documents} | |", ""]
+    reused = [
+        f"{s['stage']} at {r['requested_chunks']:,} ({s['measured']})"
+        for r in runs
+        for s in r["stages"]
+        if s.get("reused")
+    ]
+    if reused:
+        lines += [
+            "\\* from an earlier run of the same size's project (`--resume`), not measured again: " + "; ".join(reused),
+            "",
+        ]
     lines += [
         "Growth exponent: least-squares slope of log(seconds) on log(chunks) over the sizes run; each stage's "
         "start-up (interpreter, imports: 1-3 s) is in its time, which flattens the exponents of stages that do "
@@ -514,7 +540,7 @@ def index_note(runs: list[dict]) -> str:
 def cell(stage: dict) -> str:
     if stage["seconds"] is None:
         return stage["status"]
-    text = f"{stage['seconds']:,.1f} s / {stage['peak_rss_mb']:,.0f} MB"
+    text = f"{stage['seconds']:,.1f} s / {stage['peak_rss_mb']:,.0f} MB" + ("\\*" if stage.get("reused") else "")
     return text if stage["status"] == "ok" else f"{stage['status']}: {text}"
 
 
@@ -558,6 +584,11 @@ def main(argv: list[str] | None = None) -> int:
         help="with --keep: go on with an interrupted run in DIR/<size>, reusing the stages that completed",
     )
     parser.add_argument(
+        "--rerun",
+        default="",
+        help="with --resume: stages (comma-separated, e.g. encode) to measure again; the others keep their figures",
+    )
+    parser.add_argument(
         "--merge",
         action="store_true",
         help="keep the sizes not run now (and their MiniLM measurements) from the --out folder's scale.json",
@@ -565,6 +596,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.resume and args.keep is None:
         parser.error("--resume needs --keep")
+    rerun = [name.strip() for name in args.rerun.split(",") if name.strip()]
+    known = {stage.name for stage in PIPELINE} | {"minilm-model", "minilm-encode"}
+    if rerun and not args.resume:
+        parser.error("--rerun needs --resume")
+    if set(rerun) - known:
+        parser.error(f"--rerun: unknown stage(s) {sorted(set(rerun) - known)}; stages: {sorted(known)}")
     sizes = parse_sizes(args.sizes)
 
     docs = read_corpus(ROOT / paths.PYDOCS_V3_CORPUS, "jsonl")
@@ -583,6 +620,7 @@ def main(argv: list[str] | None = None) -> int:
         run = SizeRun(size, time.strftime("%Y-%m-%d %H:%M"), git_revision())
         with project_folder(args.keep, size, args.resume) as project:
             run.documents, run.characters = prepare_project(project, originals, source, args.seed, per_chunk * size)
+            forget_stages(project, rerun)
             print(f"\n{size:,} chunks requested: {run.documents:,} docs, {run.characters:,} characters", flush=True)
             run.stages = run_pipeline(project, args.stage_timeout, args.resume)
             run.figures = stage_figures(project)
