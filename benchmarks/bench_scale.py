@@ -296,11 +296,21 @@ def run_stage(
 def stage_run(name: str, usage: dict, logs: Path, timeout: float, reused: bool = False) -> StageRun:
     seconds, peak_mb = round(usage["seconds"], 2), round(usage["maxrss_kib"] * 1024 / 1e6, 1)
     load = round(usage["load_1min"], 2)
-    measured = usage.get("measured", "an earlier run (not recorded)")
+    measured = usage.get("measured", UNRECORDED)
     if usage["timed_out"]:
         return StageRun(name, "timeout", seconds, peak_mb, load, f"killed after {timeout:.0f} s", measured, reused)
     status = "ok" if usage["code"] == 0 else "failed"
     return StageRun(name, status, seconds, peak_mb, load, last_line(logs / f"{name}.log"), measured, reused)
+
+
+UNRECORDED = "an earlier run (date not recorded)"
+
+
+def earlier_run_dates(path: Path) -> dict[int, str]:
+    """Requested size -> "date at revision" of each run in an earlier scale.json."""
+    if not path.exists():
+        return {}
+    return {r["requested_chunks"]: f"{r['date']} at {r['revision']}" for r in json.loads(path.read_text())["runs"]}
 
 
 def forget_stages(project: Path, names: list[str]) -> None:
@@ -483,12 +493,14 @@ def markdown(document: dict) -> str:
         lines.append(f"| {stage} | " + " | ".join(cells) + f" | {'' if exponent is None else exponent} |")
     documents = " | ".join(f"{r['documents']:,} docs, {r['characters'] / 1e6:,.0f}M chars" for r in runs)
     lines += [f"| corpus | {documents} | |", ""]
-    reused = [
-        f"{s['stage']} at {r['requested_chunks']:,} ({s['measured']})"
-        for r in runs
-        for s in r["stages"]
-        if s.get("reused")
-    ]
+    reused_groups: dict[str, list[str]] = {}
+    for r in runs:
+        for s in r["stages"]:
+            if s.get("reused"):
+                reused_groups.setdefault(f"at {r['requested_chunks']:,} chunks, measured {s['measured']}", []).append(
+                    s["stage"]
+                )
+    reused = [f"{', '.join(names)} {when}" for when, names in reused_groups.items()]
     if reused:
         lines += [
             "\\* from an earlier run of the same size's project (`--resume`), not measured again: " + "; ".join(reused),
@@ -616,6 +628,7 @@ def main(argv: list[str] | None = None) -> int:
     print(description, flush=True)
 
     runs, minilm_samples = [], []
+    earlier_dates = earlier_run_dates(args.out / "scale.json") if args.resume else {}
     for size in sizes:
         run = SizeRun(size, time.strftime("%Y-%m-%d %H:%M"), git_revision())
         with project_folder(args.keep, size, args.resume) as project:
@@ -623,6 +636,9 @@ def main(argv: list[str] | None = None) -> int:
             forget_stages(project, rerun)
             print(f"\n{size:,} chunks requested: {run.documents:,} docs, {run.characters:,} characters", flush=True)
             run.stages = run_pipeline(project, args.stage_timeout, args.resume)
+            for stage in run.stages:
+                if stage.reused and stage.measured == UNRECORDED and size in earlier_dates:
+                    stage.measured = f"{earlier_dates[size]}, as the earlier scale.json dates this size's run"
             run.figures = stage_figures(project)
             run.chunks = run.figures.get("chunks", {}).get("chunks")
             if run.chunks and (not minilm_samples or size == sizes[-1]):
@@ -636,7 +652,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.merge:
         earlier_runs, earlier_samples = earlier_results(args.out / "scale.json", sizes, args.seed, per_chunk)
         runs = sorted(runs + earlier_runs, key=lambda r: r["requested_chunks"])
-        minilm_samples = earlier_samples + minilm_samples
+        # A resumed MiniLM sample is one already in the earlier file: counted once.
+        minilm_samples = earlier_samples + [m for m in minilm_samples if m not in earlier_samples]
     if not minilm_samples:
         raise SystemExit("no corpus was chunked: nothing to compare with MiniLM")
     # The faster measurement: the machine is shared, and a slower MiniLM would flatter the goal.
