@@ -46,6 +46,19 @@ def pytest_sessionfinish(session, exitstatus) -> None:
         session.exitstatus = 1
 
 
+# --------------------------------------------------------------------------- what make test leaves to make test-heavy
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` selects: the mark must be there when it looks
+def pytest_collection_modifyitems(config, items) -> None:
+    """A test on ``default_project`` is heavy: the fixture runs the whole default grid through
+    `dvc repro` (about 60 stages, 7 minutes of this box's 2 cores), which alone would take half of
+    make test's 15 minutes. `make test-heavy` runs them; CI runs both."""
+    for item in items:
+        if "default_project" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.heavy)
+
+
 # --------------------------------------------------------------------------- fixtures
 
 
