@@ -64,7 +64,7 @@ REFS = "refs"
 KEY_BYTES = 32
 # On CPUs, batches of texts shorter than this many tokens are filled to a fixed row count.
 FILL_BELOW_CPU = 64
-# Rows copied from a shard into a cell's matrix per step (bounds the temporary copy).
+# Rows copied from a shard into a cell's matrix per step (bounds the temporary copy of a shard's rows).
 GATHER_BLOCK = 65_536
 
 
@@ -161,51 +161,50 @@ class EmbeddingStore:
         shards = self.shards()
         places = np.array([index[key.tobytes()] for key in keys], dtype=np.int64).reshape(-1, 2)
         lengths = np.empty(len(keys), dtype=np.int64)
-        numbers = np.unique(places[:, 0])
-        if self.family != "sparse":
-            # Dense rows go straight into the cell's matrix, one shard in memory at a time: at 10^6
-            # chunks a matrix is a gigabyte, and per-shard copies stacked afterwards doubled it.
-            out = None
-            for number in numbers:
-                rows = np.flatnonzero(places[:, 0] == number)
-                shard = shards[number]
-                vectors = read_vectors(shard, self.family)
-                if out is None:
-                    out = np.empty((len(keys), vectors.shape[1]), dtype=np.float32)
-                for start in range(0, len(rows), GATHER_BLOCK):
-                    block = rows[start : start + GATHER_BLOCK]
-                    out[block] = vectors[places[block, 1]]
-                del vectors
-                lengths[rows] = io.read_npy(shard / LENGTHS_FILE)[places[rows, 1]]
-            return (out if out is not None else np.empty((0, 0), dtype=np.float32)), lengths
-        parts: dict[int, tuple[np.ndarray, Any]] = {}
-        for number in numbers:
+        cell = RowAssembler(len(keys), self.family)
+        for number in np.unique(places[:, 0]):  # one shard in memory at a time
             rows = np.flatnonzero(places[:, 0] == number)
             shard = shards[number]
             vectors = read_vectors(shard, self.family)
-            parts[int(number)] = (rows, vectors[places[rows, 1]])
+            for start in range(0, len(rows), GATHER_BLOCK):
+                block = rows[start : start + GATHER_BLOCK]
+                cell.put(block, vectors[places[block, 1]])
+            del vectors
             lengths[rows] = io.read_npy(shard / LENGTHS_FILE)[places[rows, 1]]
-        return _stack_in_order(parts, len(keys), self.family), lengths
+        return cell.matrix(), lengths
 
 
-def _stack_in_order(parts: dict[int, tuple[np.ndarray, Any]], n: int, family: str):
-    if family == "sparse":
+class RowAssembler:
+    """A cell's matrix from blocks of rows that come in any order. Dense rows are written in place
+    (one copy of the matrix: at 10^6 chunks it is a gigabyte); sparse blocks are stacked at the end."""
+
+    def __init__(self, n: int, family: str):
+        self.n, self.family = n, family
+        self.dense: np.ndarray | None = None
+        self.sparse: list[tuple[np.ndarray, Any]] = []
+
+    def put(self, rows: np.ndarray, block) -> None:
+        if self.family == "sparse":
+            self.sparse.append((rows, block))
+            return
+        if self.dense is None:
+            self.dense = np.empty((self.n, block.shape[1]), dtype=np.float32)
+        self.dense[rows] = block
+
+    def matrix(self):
+        if self.family != "sparse":
+            return self.dense if self.dense is not None else np.empty((self.n, 0), dtype=np.float32)
         import scipy.sparse as sp
 
         from releval.retrieval.sparse import as_canonical
 
-        if not parts:
+        if not self.sparse:
             raise InputError("nothing to assemble: the cell has no texts")
-        order = np.concatenate([rows for rows, _ in parts.values()])
-        stacked = sp.vstack([block for _, block in parts.values()], format="csr")
-        inverse = np.empty(n, dtype=np.int64)
-        inverse[order] = np.arange(n)
+        order = np.concatenate([rows for rows, _ in self.sparse])
+        stacked = sp.vstack([block for _, block in self.sparse], format="csr")
+        inverse = np.empty(self.n, dtype=np.int64)
+        inverse[order] = np.arange(self.n)
         return as_canonical(stacked[inverse])
-    width = next(iter(parts.values()))[1].shape[1] if parts else 0
-    out = np.empty((n, width), dtype=np.float32)
-    for rows, block in parts.values():
-        out[rows] = block
-    return out
 
 
 def exact_length_batches(lengths: np.ndarray, keys: np.ndarray) -> list[np.ndarray]:
@@ -257,22 +256,15 @@ def encode_exact_length(
     ``lengths``: the token counts the model sees (after max_seq_length cuts them), so texts cut
     to the same length share a batch.
     """
-    parts: dict[int, tuple[np.ndarray, Any]] = {}
-    out = None  # dense rows are written in place as they come (no second copy of the matrix)
+    cell = RowAssembler(len(texts), family)
     for group in exact_length_batches(lengths, keys):
         fill = lengths[group[0]] < plan.fill_below
         for start in range(0, len(group), plan.rows):
             rows = group[start : start + plan.rows]
             batch = np.resize(rows, plan.rows) if fill else rows
-            vectors = encode([texts[r] for r in batch])
-            if family == "sparse":
-                parts[len(parts)] = (rows, vectors[: len(rows)])
-            else:
-                if out is None:
-                    out = np.empty((len(texts), vectors.shape[1]), dtype=np.float32)
-                out[rows] = vectors[: len(rows)]
+            cell.put(rows, encode([texts[r] for r in batch])[: len(rows)])
             on_encoded(len(rows))
-    return out if out is not None else _stack_in_order(parts, len(texts), family)
+    return cell.matrix()
 
 
 def unique_rows(keys: np.ndarray) -> np.ndarray:
