@@ -296,21 +296,11 @@ def run_stage(
 def stage_run(name: str, usage: dict, logs: Path, timeout: float, reused: bool = False) -> StageRun:
     seconds, peak_mb = round(usage["seconds"], 2), round(usage["maxrss_kib"] * 1024 / 1e6, 1)
     load = round(usage["load_1min"], 2)
-    measured = usage.get("measured", UNRECORDED)
+    measured = usage.get("measured", "an earlier run (date not recorded)")
     if usage["timed_out"]:
         return StageRun(name, "timeout", seconds, peak_mb, load, f"killed after {timeout:.0f} s", measured, reused)
     status = "ok" if usage["code"] == 0 else "failed"
     return StageRun(name, status, seconds, peak_mb, load, last_line(logs / f"{name}.log"), measured, reused)
-
-
-UNRECORDED = "an earlier run (date not recorded)"
-
-
-def earlier_run_dates(path: Path) -> dict[int, str]:
-    """Requested size -> "date at revision" of each run in an earlier scale.json."""
-    if not path.exists():
-        return {}
-    return {r["requested_chunks"]: f"{r['date']} at {r['revision']}" for r in json.loads(path.read_text())["runs"]}
 
 
 def forget_stages(project: Path, names: list[str]) -> None:
@@ -628,7 +618,6 @@ def main(argv: list[str] | None = None) -> int:
     print(description, flush=True)
 
     runs, minilm_samples = [], []
-    earlier_dates = earlier_run_dates(args.out / "scale.json") if args.resume else {}
     for size in sizes:
         run = SizeRun(size, time.strftime("%Y-%m-%d %H:%M"), git_revision())
         with project_folder(args.keep, size, args.resume) as project:
@@ -636,9 +625,6 @@ def main(argv: list[str] | None = None) -> int:
             forget_stages(project, rerun)
             print(f"\n{size:,} chunks requested: {run.documents:,} docs, {run.characters:,} characters", flush=True)
             run.stages = run_pipeline(project, args.stage_timeout, args.resume)
-            for stage in run.stages:
-                if stage.reused and stage.measured == UNRECORDED and size in earlier_dates:
-                    stage.measured = f"{earlier_dates[size]}, as the earlier scale.json dates this size's run"
             run.figures = stage_figures(project)
             run.chunks = run.figures.get("chunks", {}).get("chunks")
             if run.chunks and (not minilm_samples or size == sizes[-1]):
