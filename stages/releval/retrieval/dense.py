@@ -170,12 +170,17 @@ def model_run_meta(
     index_stats: Mapping[str, Any],
     ann_recall: Mapping[int, float],
     latencies: Mapping[str, float],
+    latency_from: str,
+    peak_rss_bytes: int,
     top_k: int,
     queries: int,
     query_figures: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """run.json of one model's run (any family): what was encoded and indexed, at what cost, and
-    the model's use protocol. ``kind`` is the family (dense, sparse or static)."""
+    the model's use protocol. ``kind`` is the family (dense, sparse or static). ``latency_from``
+    (where the encoding part of the latency came from) sits beside ``ops``, not in it: scoring sorts
+    ``ops`` by name into cost figures, kept with the quality figures, and machine figures
+    (measurement.operations), and this note changes from run to run."""
     family = encode_stats.get("family", "dense")
     sparse_figures = {
         name: encode_stats[key]
@@ -204,8 +209,9 @@ def model_run_meta(
             "index_build_s": index_stats["build_s"],
             **{f"ann_recall@{k}": round(value, 6) for k, value in ann_recall.items()},
             **latencies,
-            "peak_rss_bytes": runs.peak_rss_bytes(),  # the query side: model, vectors and index loaded
+            "peak_rss_bytes": peak_rss_bytes,  # the query side: model, vectors and index loaded
         },
+        "latency_from": latency_from,
         "models": {
             model: {
                 "revision": encode_stats["model_revision"],

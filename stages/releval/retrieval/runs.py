@@ -228,6 +228,13 @@ def peak_rss_bytes() -> int:
     return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
 
 
+def resident_bytes() -> int:
+    """This process's resident memory now."""
+    import psutil
+
+    return int(psutil.Process().memory_info().rss)
+
+
 # How per-query latency is measured: the first `queries` queries one at a time, as a live system
 # receives them, after `warmup` untimed ones, with torch pinned to `threads` threads (the number
 # of threads changes a single query's time far more than the model does on a shared machine).
@@ -249,18 +256,44 @@ def pinned_torch_threads(threads: int) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
-def per_query_latency(answer_one: Callable[[str], object], texts: Sequence[str]) -> dict[str, float]:
-    """p50/p95 milliseconds of ``answer_one(text)`` under LATENCY_PROTOCOL."""
-    texts = list(texts)
+def per_query_seconds(answer_one: Callable[[Any], object], items: Sequence[Any]) -> np.ndarray:
+    """Seconds of ``answer_one(item)`` for each item LATENCY_PROTOCOL times, one at a time and in
+    order (the first ``queries`` items, after the first ``warmup`` answered untimed)."""
+    items = list(items)
     seconds = []
     with pinned_torch_threads(LATENCY_PROTOCOL["threads"]):
-        for text in texts[: LATENCY_PROTOCOL["warmup"]]:
-            answer_one(text)
-        for text in texts[: LATENCY_PROTOCOL["queries"]]:
+        for item in items[: LATENCY_PROTOCOL["warmup"]]:
+            answer_one(item)
+        for item in items[: LATENCY_PROTOCOL["queries"]]:
             start = time.perf_counter()
-            answer_one(text)
+            answer_one(item)
             seconds.append(time.perf_counter() - start)
-    return latency_summary(np.array(seconds))
+    return np.array(seconds, dtype=np.float64)
+
+
+def latency_sample(items: Sequence[Any]) -> list[Any]:
+    """The items :func:`per_query_seconds` answers (warm-up and timed), in order: what its times are of."""
+    return list(items)[: max(LATENCY_PROTOCOL["queries"], LATENCY_PROTOCOL["warmup"])]
+
+
+def query_encoding_seconds(encoder, texts: Sequence[str]) -> np.ndarray:
+    """:func:`per_query_seconds` of ``encoder`` (a loaded Encoder) encoding each text alone as a query."""
+    return per_query_seconds(lambda text: encoder.encode([text], role="query"), texts)
+
+
+def per_query_latency(answer_one: Callable[[str], object], texts: Sequence[str]) -> dict[str, float]:
+    """p50/p95 milliseconds of ``answer_one(text)`` under LATENCY_PROTOCOL."""
+    return latency_summary(per_query_seconds(answer_one, texts))
+
+
+def encode_and_search_latency(encode_seconds: np.ndarray, search_seconds: np.ndarray) -> dict[str, float]:
+    """p50/p95 of each query's encoding time plus its search time, both per query for the same
+    queries in the same order: one query encoded and searched at a time, its two parts timed apart."""
+    encode_seconds = np.asarray(encode_seconds, dtype=np.float64)
+    search_seconds = np.asarray(search_seconds, dtype=np.float64)
+    if encode_seconds.shape != search_seconds.shape:
+        raise ValueError(f"encoding times of {encode_seconds.shape} queries, search times of {search_seconds.shape}")
+    return latency_summary(encode_seconds + search_seconds)
 
 
 def latency_summary(seconds: np.ndarray) -> dict[str, float]:

@@ -31,6 +31,8 @@ tracks as before. Deleting the store costs one cold encode, never a wrong number
     <namespace id>/shards/<shard id>/     keys.npy (n x 32 sha256 bytes), lengths.npy (token
                                           counts as the model tokenises, prompt included),
                                           the vectors (embeddings.npy, or sparse CSR arrays)
+    <namespace id>/throughput.json        chunks/s of this machine (:func:`throughput`)
+    <namespace id>/query_latency.json     per-query encoding times of this machine (:func:`query_latency`)
     refs/<ref id>.json                    one per encode: namespace, keys file, cell, commit
 
 A shard is written to a temporary folder and renamed into place, so a killed encode leaves no
@@ -496,3 +498,43 @@ def throughput(store: EmbeddingStore, assembled: Assembled, cell: str) -> dict[s
         "tokens_per_s": found["tokens_per_s"],
         "throughput_from": f"store ({source})",
     }
+
+
+QUERY_LATENCY_FILE = "query_latency.json"
+
+
+def latency_key(texts: Sequence[str], protocol: dict[str, Any]) -> str:
+    """The hash of the exact texts timed, in order, and the protocol they were timed under."""
+    digest = hashlib.sha256(json.dumps(protocol, sort_keys=True, separators=(",", ":")).encode("utf-8"))
+    digest.update(text_keys(texts).tobytes())
+    return digest.hexdigest()[:24]
+
+
+def query_latency(
+    store: EmbeddingStore,
+    texts: Sequence[str],
+    protocol: dict[str, Any],
+    measure: Callable[[], tuple[np.ndarray, int]],
+) -> tuple[np.ndarray, int, str]:
+    """Per-query encoding seconds of ``texts`` (the queries a latency protocol times, in order) on
+    this machine, the resident bytes the loaded model took, and where both came from: the
+    namespace's record for exactly these texts and ``protocol`` (``"store (<n> queries, <when
+    measured>)"``), else ``measure()`` now, recorded (``"this run"``). Like :func:`throughput`, a
+    machine figure of the namespace: deleting the store costs one measurement."""
+    path = store.folder / QUERY_LATENCY_FILE
+    recorded = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    key = latency_key(texts, protocol)
+    found = recorded.get(key)
+    if found:
+        ms = np.asarray(found["encode_ms"], dtype=np.float64)
+        return ms / 1000.0, int(found["model_rss_bytes"]), f"store ({len(ms)} queries, {found['measured']})"
+    seconds, model_bytes = measure()
+    seconds = np.asarray(seconds, dtype=np.float64)
+    recorded[key] = {
+        "protocol": dict(protocol),
+        "encode_ms": (seconds * 1000.0).tolist(),
+        "model_rss_bytes": int(model_bytes),
+        "measured": _now(),
+    }
+    io.write_json(path, recorded)
+    return seconds, int(model_bytes), "this run"
