@@ -9,6 +9,9 @@ file of that script's import closure with its sha256; each stage depends on its 
 only. The file's bytes change exactly when a file the script imports changes (or the closure
 itself does), so an edit still reruns exactly the stages whose code it touches.
 
+`releval audit` recomputes the fingerprints when stages/ changed after the stage `code` ran, so
+an edit is reported stale for exactly the numbers whose stages run the edited code.
+
 The imports are read with :mod:`ast`, so nothing is executed: a module imported anywhere in a
 file (inside a function too) counts, and `from a import x` counts a and a.x (x may be a module).
 """
@@ -22,6 +25,7 @@ from typing import Any
 from releval import io, paths
 
 PACKAGE = "releval"
+CODE_STAGE = "code"  # the DVC stage that writes the fingerprints (stages/code.py)
 
 
 def module_file(module: str, source_root: Path) -> Path | None:
@@ -105,6 +109,11 @@ def fingerprint(script: Path, root: Path, source_dir: str = paths.STAGES) -> dic
     }
 
 
+def fingerprint_text(script: Path, root: Path, source_dir: str = paths.STAGES) -> str:
+    """The fingerprint file's text, exactly as :func:`write_fingerprints` writes it."""
+    return io.json_text(fingerprint(script, root, source_dir))
+
+
 def fingerprint_path(script: str | Path, folder: str | Path = paths.CODE_FINGERPRINTS) -> Path:
     """Where the fingerprint of ``script`` (stages/<name>.py) is written: <folder>/<name>.json."""
     return Path(folder) / f"{Path(script).stem}.json"
@@ -118,8 +127,16 @@ def write_fingerprints(root: Path, out: Path, source_dir: str = paths.STAGES) ->
     written = []
     for script in scripts:
         target = fingerprint_path(script, out)
-        io.write_json(target, fingerprint(script, root, source_dir))
+        io.write_text(target, fingerprint_text(script, root, source_dir))
         written.append(target)
     for stale in set(out.glob("*.json")) - set(written):  # a script that was removed
         stale.unlink()
     return written
+
+
+def changed_files(recorded: dict[str, Any] | None, now: dict[str, Any]) -> list[str]:
+    """The files of a script's code that differ between a fingerprint and ``now``'s (added,
+    removed or edited), sorted; every file of ``now`` when the recorded one is unknown."""
+    before = (recorded or {}).get("files") or {}
+    after = now["files"]
+    return sorted(name for name in before.keys() | after.keys() if before.get(name) != after.get(name))
