@@ -16,12 +16,18 @@ import pytest
 import yaml
 
 from releval import paths
-from releval.provenance.code import fingerprint, fingerprint_path, project_files, script_code, write_fingerprints
+from releval.provenance.code import (
+    CODE_STAGE,
+    fingerprint,
+    fingerprint_path,
+    project_files,
+    script_code,
+    write_fingerprints,
+)
 from support import ROOT
+from support.code_project import write_code_project
 from support.commands import git, ran_stages, run
 from support.dvc_pipeline import PIPELINE, stage_bodies, stage_script
-
-CODE_STAGE = "code"
 
 
 def code_deps(body) -> list[str]:
@@ -59,20 +65,7 @@ def test_every_stage_script_gets_a_fingerprint_of_its_whole_closure(tmp_path: Pa
 
 @pytest.fixture
 def tiny_project(tmp_path: Path) -> Path:
-    """stages/s.py -> releval.a -> (relative) releval.b -> (inside a function) releval.sub.c."""
-    files = {
-        "stages/s.py": "import os\nfrom releval import a\n",
-        "stages/releval/__init__.py": '"""Docstring only, yet run by every import of the package."""\n',
-        "stages/releval/a.py": "from . import b\n",
-        "stages/releval/b.py": "def f():\n    from releval.sub.c import g\n    return g\n",
-        "stages/releval/sub/__init__.py": "X = 1\n",
-        "stages/releval/sub/c.py": "def g():\n    return 1\n",
-        "stages/releval/unused.py": "Y = 2\n",
-    }
-    for name, text in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text, encoding="utf-8")
-    return tmp_path
+    return write_code_project(tmp_path)
 
 
 def test_project_files_follows_imports_transitively(tiny_project: Path) -> None:
@@ -102,7 +95,6 @@ def test_fingerprint_changes_with_imported_code_only(tiny_project: Path) -> None
 
 def test_fingerprints_of_removed_scripts_are_removed(tiny_project: Path, tmp_path: Path) -> None:
     out = tmp_path / "code"
-    (tiny_project / "stages/t.py").write_text("import sys\n", encoding="utf-8")
     assert sorted(p.name for p in write_fingerprints(tiny_project, out)) == ["s.json", "t.json"]
     (tiny_project / "stages/t.py").unlink()
     write_fingerprints(tiny_project, out)
@@ -115,7 +107,6 @@ def test_fingerprints_of_removed_scripts_are_removed(tiny_project: Path, tmp_pat
 
 def test_dvc_reruns_exactly_the_stages_whose_code_changed(tiny_project: Path) -> None:
     """A real DVC run: stage s imports releval.a (-> b -> sub.c), stage t imports nothing of ours."""
-    (tiny_project / "stages/t.py").write_text("import os\n", encoding="utf-8")
     write = f"{sys.executable} {ROOT / paths.STAGES / 'code.py'}"  # the real stage, on the tiny project
     pipeline = {
         "stages": {

@@ -18,6 +18,7 @@ import polars as pl
 import pytest
 import yaml
 
+from support.code_project import write_code_project
 from support.commands import run
 from support.projects import copy_project
 from support.pydocs_mini import ACTIVE_JUDGMENTS, regrade_one_judgment
@@ -542,18 +543,8 @@ def test_audit_at_an_earlier_revision_restores_its_data_from_the_cache(default_p
 
 
 def test_an_edit_of_code_is_stale_only_for_the_stages_that_import_it(tmp_path):
-    """stages/s.py imports releval.a -> releval.b; stages/t.py imports nothing of the package."""
-    files = {
-        "stages/s.py": "from releval import a\n",
-        "stages/t.py": "import os\n",
-        "stages/releval/__init__.py": "",
-        "stages/releval/a.py": "from . import b\n",
-        "stages/releval/b.py": "X = 1\n",
-        "stages/releval/unused.py": "Y = 1\n",
-    }
-    for name, text in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text, encoding="utf-8")
+    """support.code_project: stages/s.py imports releval.a -> b -> sub.c; stages/t.py nothing of ours."""
+    write_code_project(tmp_path)
     code.write_fingerprints(tmp_path, tmp_path / "data/work/code")
 
     def fingerprint_dep(stem: str) -> dict:
@@ -579,6 +570,7 @@ def test_an_edit_of_code_is_stale_only_for_the_stages_that_import_it(tmp_path):
         return {link.subject: link.detail for link in links if link.broken}
 
     assert broken("stages/releval/unused.py") == {}  # no stage runs it
-    assert broken("stages/releval/b.py") == {
-        "stage s": "its code changed since it ran (stages/releval/b.py): s and everything downstream of it are stale"
+    assert broken("stages/releval/sub/c.py") == {
+        "stage s": "its code changed since it ran (stages/releval/sub/c.py): "
+        "s and everything downstream of it are stale"
     }
