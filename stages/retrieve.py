@@ -5,7 +5,7 @@ same queries (1.0 by construction where the search is exact, sparse cells always
 latency (one query encoded and searched at a time, as a live system would): search times measured
 now, encoding times from the embedding store's record for these queries where it has one. The
 model is loaded only when something needs it (query vectors or encoding times not in the store);
-where it is not, the peak memory adds the resident size the model took when it was measured.
+where it is not, the peak memory adds what the model added to the peak when it was measured.
 """
 
 import argparse
@@ -53,14 +53,8 @@ def main() -> None:
     vectors = read_vectors(emb_dir, config.family)
     index = open_index(vectors, index_stats, index_dir, index_config)
     manifest = read_manifest(Path(args.models_dir) / args.model)
-    model_bytes: list[int] = []  # resident memory the model took, where this run loads it
-
-    @functools.cache  # loaded once, when first needed
-    def encoder():
-        before = runs.resident_bytes()
-        loaded = load_encoder(manifest, config)
-        model_bytes.append(runs.resident_bytes() - before)
-        return loaded
+    encoder = functools.cache(lambda: load_encoder(manifest, config))  # loaded once, when first needed
+    peak_without_model = runs.peak_rss_bytes()  # vectors and index loaded
 
     cell = f"{args.model}/{args.chunking} queries"
     query_store = store.EmbeddingStore(args.store, store.namespace_terms(manifest, config, "query"), config.family)
@@ -86,11 +80,11 @@ def main() -> None:
     # Latency: each query's encoding time (the store's record for these queries, else measured now
     # with the model, loaded before the clock starts) plus its search time, measured now.
     sample = runs.latency_sample(texts)
-    encode_seconds, recorded_model_bytes, latency_from = store.query_latency(
+    encode_seconds, model_peak_bytes, latency_from = store.query_latency(
         query_store,
         sample,
         runs.LATENCY_PROTOCOL,
-        lambda: (runs.query_encoding_seconds(encoder(), sample), model_bytes[0]),
+        lambda: (runs.query_encoding_seconds(encoder(), sample), runs.peak_rss_bytes() - peak_without_model),
     )
     search_seconds = runs.per_query_seconds(
         lambda row: search_cell(vectors, query_vectors[row : row + 1], top_k, index, index_config), range(len(sample))
@@ -105,8 +99,9 @@ def main() -> None:
         ann_recall={recall_k: ann_recall},
         latencies=latencies,
         latency_from=latency_from,
-        # serving holds the model: where this run never loaded it, the peak plus its recorded size
-        peak_rss_bytes=runs.peak_rss_bytes() + (0 if model_bytes else recorded_model_bytes),
+        # serving holds the model: where this run never loaded it, the peak plus what loading it
+        # and encoding queries added to the peak when the encoding times were measured
+        peak_rss_bytes=runs.peak_rss_bytes() + (0 if encoder.cache_info().currsize else model_peak_bytes),
         top_k=top_k,
         queries=queries.height,
         query_figures=query_vector_figures(query_vectors),

@@ -71,7 +71,7 @@ def test_recorded_encoding_times_are_reused_only_for_the_same_texts_and_protocol
     seconds, model_bytes, source = latency(texts, ms=5.0)
     assert STORED.fullmatch(source) and STORED.fullmatch(source).group(1) == "3" and len(measured) == 1
     np.testing.assert_allclose(seconds, 0.002)  # the recorded times, not a new measurement
-    assert model_bytes == 2 * 2**20  # and the model's recorded size: serving needs it loaded
+    assert model_bytes == 2 * 2**20  # and what the model added to the peak: serving needs it loaded
 
     for other, protocol in (
         (["wing flutter", "shock wave", "heat transfer!"], runs.LATENCY_PROTOCOL),  # a text changed
@@ -85,6 +85,12 @@ def test_recorded_encoding_times_are_reused_only_for_the_same_texts_and_protocol
     # each measurement is kept beside the others: the first is still there
     assert STORED.fullmatch(latency(texts, ms=9.0)[2]) and len(measured) == 4
     assert len(json.loads((cell.folder / store.QUERY_LATENCY_FILE).read_text())) == 4
+    # a record without the model's share of the peak (an earlier format) is measured anew
+    records = json.loads((cell.folder / store.QUERY_LATENCY_FILE).read_text())
+    for record in records.values():
+        del record["model_peak_bytes"]
+    io.write_json(cell.folder / store.QUERY_LATENCY_FILE, records)
+    assert latency(texts, ms=9.0)[2] == "this run" and len(measured) == 5
 
 
 # --------------------------------------------------------------------------- the retrieve stage

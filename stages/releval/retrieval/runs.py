@@ -228,13 +228,6 @@ def peak_rss_bytes() -> int:
     return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
 
 
-def resident_bytes() -> int:
-    """This process's resident memory now."""
-    import psutil
-
-    return int(psutil.Process().memory_info().rss)
-
-
 # How per-query latency is measured: the first `queries` queries one at a time, as a live system
 # receives them, after `warmup` untimed ones, with torch pinned to `threads` threads (the number
 # of threads changes a single query's time far more than the model does on a shared machine).

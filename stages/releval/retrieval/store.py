@@ -517,24 +517,25 @@ def query_latency(
     measure: Callable[[], tuple[np.ndarray, int]],
 ) -> tuple[np.ndarray, int, str]:
     """Per-query encoding seconds of ``texts`` (the queries a latency protocol times, in order) on
-    this machine, the resident bytes the loaded model took, and where both came from: the
-    namespace's record for exactly these texts and ``protocol`` (``"store (<n> queries, <when
-    measured>)"``), else ``measure()`` now, recorded (``"this run"``). Like :func:`throughput`, a
-    machine figure of the namespace: deleting the store costs one measurement."""
+    this machine, the bytes that loading the model and encoding added to the process's peak
+    memory, and where both came from: the namespace's record for exactly these texts and
+    ``protocol`` (``"store (<n> queries, <when measured>)"``), else ``measure()`` now, recorded
+    (``"this run"``). Like :func:`throughput`, a machine figure of the namespace: deleting the
+    store costs one measurement."""
     path = store.folder / QUERY_LATENCY_FILE
     recorded = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
     key = latency_key(texts, protocol)
     found = recorded.get(key)
-    if found:
+    if found and "model_peak_bytes" in found:
         ms = np.asarray(found["encode_ms"], dtype=np.float64)
-        return ms / 1000.0, int(found["model_rss_bytes"]), f"store ({len(ms)} queries, {found['measured']})"
-    seconds, model_bytes = measure()
+        return ms / 1000.0, int(found["model_peak_bytes"]), f"store ({len(ms)} queries, {found['measured']})"
+    seconds, model_peak_bytes = measure()
     seconds = np.asarray(seconds, dtype=np.float64)
     recorded[key] = {
         "protocol": dict(protocol),
         "encode_ms": (seconds * 1000.0).tolist(),
-        "model_rss_bytes": int(model_bytes),
+        "model_peak_bytes": int(model_peak_bytes),
         "measured": _now(),
     }
     io.write_json(path, recorded)
-    return seconds, int(model_bytes), "this run"
+    return seconds, int(model_peak_bytes), "this run"
