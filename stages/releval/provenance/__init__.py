@@ -1,2 +1,2 @@
-"""Provenance: the code each stage runs, the run archive, evaluation cards, the audit that traces
-every number to its inputs, and revisions (all git and dvc.lock access)."""
+"""Provenance: the run archive, evaluation cards, the audit that traces every number to its inputs,
+and revisions (all git and dvc.lock access)."""

@@ -54,7 +54,7 @@ import polars as pl
 
 from releval import config, io
 from releval.measurement import holdout, scoring
-from releval.provenance import archive, code, revisions
+from releval.provenance import archive, revisions
 from releval.retrieval import runs
 from releval.errors import InputError
 from releval import paths
@@ -903,9 +903,6 @@ def check_lock(
     for name, changes in stage_status.items():
         base = name.split(":")[-1]  # DVC names stages of other dvc.yaml files path:name
         own = own_run if base == writer else None
-        if base == code.CODE_STAGE:
-            changes, code_links = _code_changes(root, changes, lock, [n for n in lock if n in names], data)
-            links += code_links
         links += _stage_links(base, changes, lock.get(base), data, base in names, own, absent)
     links = _once(links)
     if not any(link.broken for link in links):
@@ -921,67 +918,6 @@ def check_lock(
             )
         )
     return links, hashes
-
-
-def _code_changes(
-    root: Path, changes: Sequence[Any], lock: Mapping[str, Any], names: Sequence[str], data: Mapping[str, Any]
-) -> tuple[list[Any], list[Link]]:
-    """The stage `code` is upstream of every stage, but an edit of stages/ touches only the stages
-    that import the edited files. Its change of stages/ becomes a note, and each of ``names`` whose
-    code fingerprint, recomputed now, differs from the one dvc.lock records is stale, naming the
-    files. Returns the code stage's other changes (its outputs) and these links."""
-    rest: list[Any] = []
-    edited = False
-    for change in changes:
-        if isinstance(change, dict) and paths.STAGES in (change.get("changed deps") or {}):
-            edited = True
-            deps = {p: s for p, s in change["changed deps"].items() if p != paths.STAGES}
-            change = (
-                {**change, "changed deps": deps} if deps else {k: v for k, v in change.items() if k != "changed deps"}
-            )
-            if not change:
-                continue
-        rest.append(change)
-    if not edited:
-        return rest, []
-    inner = _granular(data, paths.STAGES)
-    which = f" [{'; '.join(inner)}]" if inner else ""
-    links = [
-        Link(
-            "dvc.lock",
-            f"stage {code.CODE_STAGE}",
-            "note",
-            f"{paths.STAGES}/ changed since it ran{which}: each stage's code is checked against the fingerprint "
-            "it ran with",
-        )
-    ]
-    for name in names:
-        for dep in lock[name].get("deps") or []:
-            if not dep["path"].startswith(paths.CODE_FINGERPRINTS + "/"):
-                continue
-            script = root / paths.STAGES / f"{Path(dep['path']).stem}.py"
-            if not script.is_file():
-                links.append(Link("dvc.lock", f"stage {name}", "stale", f"its script {script.name} is gone"))
-                continue
-            text = code.fingerprint_text(script, root)
-            if hashlib.md5(text.encode("utf-8")).hexdigest() == _entry_hash(dep):
-                continue
-            ran = root / dep["path"]
-            try:
-                recorded = json.loads(ran.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                recorded = None  # not here (a fresh clone): the files cannot be named
-            files = code.changed_files(recorded, json.loads(text))
-            what = f" ({', '.join(files)})" if recorded is not None else ""
-            links.append(
-                Link(
-                    "dvc.lock",
-                    f"stage {name}",
-                    "stale",
-                    f"its code changed since it ran{what}: {name} and everything downstream of it are stale",
-                )
-            )
-    return rest, links
 
 
 def _absent(root: Path, path: str, unavailable: Mapping[str, str | None], data: Mapping[str, Any]) -> bool:
