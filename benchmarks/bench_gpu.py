@@ -27,7 +27,8 @@ import torch  # noqa: E402
 
 from releval.inputs.corpus import read_corpus  # noqa: E402
 from releval.retrieval.encoders import load_encoder  # noqa: E402
-from releval.retrieval.models import ModelConfig, prepare_model  # noqa: E402
+from releval.builders.prepare import prepare_model  # noqa: E402
+from releval.retrieval.models import ModelConfig  # noqa: E402
 from releval.retrieval.store import canonical_encode  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -19,7 +19,8 @@ from releval import io, paths
 from releval.config import load_params, section
 from releval.retrieval.chunking import titles_term
 from releval.retrieval import store
-from releval.retrieval.encoders import load_encoder, truncation_from_lengths, vector_stats, write_vectors
+from releval.retrieval.encoders import load_encoder, truncation_from_lengths, vector_stats
+from releval.retrieval.vectors import write_vectors
 from releval.retrieval.executors import Executor
 from releval.retrieval.models import ModelConfig, read_manifest
 from releval.stage import entry, warn

@@ -12,7 +12,7 @@ from pathlib import Path
 from releval import io, paths
 from releval.config import load_params, section
 from releval.retrieval.dense import IndexConfig, build_index
-from releval.retrieval.encoders import read_vectors
+from releval.retrieval.vectors import read_vectors
 from releval.stage import entry
 
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from releval import io, paths
 from releval.config import load_params, section
-from releval.retrieval.models import MANIFEST, ModelConfig, prepare_model
+from releval.builders.prepare import prepare_model
+from releval.retrieval.models import MANIFEST, ModelConfig
 from releval.stage import entry
 
 

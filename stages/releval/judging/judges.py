@@ -397,7 +397,8 @@ def _load_encoder(source: str, text: str):
 
     from releval import paths
     from releval.retrieval.encoders import load_encoder
-    from releval.retrieval.models import MANIFEST, ModelConfig, prepare_model, read_manifest, source_kind
+    from releval.builders.prepare import prepare_model
+    from releval.retrieval.models import MANIFEST, ModelConfig, read_manifest, source_kind
 
     data = yaml.safe_load(text)
     if not isinstance(data, dict) or not data.get("name"):

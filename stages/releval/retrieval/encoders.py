@@ -19,7 +19,6 @@ from typing import Any
 
 import numpy as np
 
-from releval import io
 from releval.errors import InputError
 from releval.retrieval.models import (
     ModelConfig,
@@ -30,8 +29,6 @@ from releval.retrieval.models import (
     token_lengths,
     Truncation,
 )
-
-DENSE_FILE = "embeddings.npy"
 
 
 @dataclasses.dataclass
@@ -158,24 +155,6 @@ def truncation_from_lengths(config: ModelConfig, lengths: np.ndarray) -> Truncat
 
         return Truncation(lengths, NO_TRUNCATION)
     return Truncation(lengths, config.max_seq_length)
-
-
-def write_vectors(folder: str | Path, vectors) -> None:
-    """A cell's vectors, byte-identical for identical vectors (no zip timestamps)."""
-    if isinstance(vectors, np.ndarray):
-        io.write_npy(Path(folder) / DENSE_FILE, vectors)
-    else:
-        from releval.retrieval.sparse import write_sparse
-
-        write_sparse(folder, vectors)
-
-
-def read_vectors(folder: str | Path, family: str):
-    if family == "sparse":
-        from releval.retrieval.sparse import read_sparse
-
-        return read_sparse(folder)
-    return io.read_npy(Path(folder) / DENSE_FILE)
 
 
 def pair_scores(query_vectors, chunk_vectors, query_rows: np.ndarray, chunk_rows: np.ndarray) -> np.ndarray:

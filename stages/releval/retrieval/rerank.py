@@ -26,7 +26,8 @@ from releval.errors import InputError
 from releval.progress import tracker
 from releval.retrieval import runs
 from releval.retrieval.chunking import titles_term
-from releval.retrieval.encoders import load_encoder, pair_scores, read_vectors
+from releval.retrieval.encoders import load_encoder, pair_scores
+from releval.retrieval.vectors import read_vectors
 from releval.retrieval.models import ModelConfig, read_manifest, resolve_folder, weights_sha256
 
 

@@ -141,7 +141,7 @@ class EmbeddingStore:
 
     def add(self, keys: np.ndarray, vectors, lengths: np.ndarray, module_protocol: dict[str, Any]) -> Path:
         """Write one shard (atomically); its id is the hash of its keys."""
-        from releval.retrieval.encoders import write_vectors
+        from releval.retrieval.vectors import write_vectors
 
         shard_id = hashlib.sha256(np.ascontiguousarray(keys).tobytes()).hexdigest()[:24]
         target = self.folder / SHARDS / shard_id
@@ -158,7 +158,7 @@ class EmbeddingStore:
 
     def gather(self, keys: np.ndarray, index: dict[bytes, tuple[int, int]]):
         """Vectors and lengths of ``keys`` (all present) in their order."""
-        from releval.retrieval.encoders import read_vectors
+        from releval.retrieval.vectors import read_vectors
 
         shards = self.shards()
         places = np.array([index[key.tobytes()] for key in keys], dtype=np.int64).reshape(-1, 2)
@@ -384,7 +384,7 @@ def _folder_bytes(folder: Path) -> int:
 
 
 def _rewrite_shard(shard: Path, family: str, mask: np.ndarray) -> None:
-    from releval.retrieval.encoders import read_vectors, write_vectors
+    from releval.retrieval.vectors import read_vectors, write_vectors
 
     vectors = read_vectors(shard, family)[np.flatnonzero(mask)]
     lengths = io.read_npy(shard / LENGTHS_FILE)[mask]

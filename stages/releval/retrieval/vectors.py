@@ -1,0 +1,34 @@
+"""A cell's vector files, for any family: dense and static models store one float32 matrix
+(``embeddings.npy``), sparse models a canonical CSR matrix as three ``.npy`` arrays.
+
+Kept apart from :mod:`releval.retrieval.encoders` so that stages which only read or write vectors
+(index, the embedding store) do not import, and depend on, the model-loading code.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from releval import io
+
+DENSE_FILE = "embeddings.npy"
+
+
+def write_vectors(folder: str | Path, vectors) -> None:
+    """A cell's vectors, byte-identical for identical vectors (no zip timestamps)."""
+    if isinstance(vectors, np.ndarray):
+        io.write_npy(Path(folder) / DENSE_FILE, vectors)
+    else:
+        from releval.retrieval.sparse import write_sparse
+
+        write_sparse(folder, vectors)
+
+
+def read_vectors(folder: str | Path, family: str):
+    if family == "sparse":
+        from releval.retrieval.sparse import read_sparse
+
+        return read_sparse(folder)
+    return io.read_npy(Path(folder) / DENSE_FILE)
