@@ -10,7 +10,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: setup repro params test test-heavy test-fast lint bench bench-scale grid pydocs clean-venv
+.PHONY: setup repro params test test-heavy test-fast lint bench bench-scale bench-incremental grid pydocs clean-venv
 
 setup: $(STAMP) $(WHEELS)/.downloaded
 
@@ -61,6 +61,10 @@ bench: setup
 # Per-stage time and peak memory at 10k, 100k and 1M chunks (static encoder; long: not part of make test).
 bench-scale: setup
 	$(BIN)/python benchmarks/bench_scale.py
+
+# Cold repro, one-page edit and +10% pages through real `dvc repro` in a fresh clone (~20k chunks; long).
+bench-incremental: setup
+	$(BIN)/python benchmarks/bench_incremental.py
 
 # Regenerate the embedded default corpus (edition v3) from this Python's own documentation;
 # `python -m releval.builders.pydocs --edition v2` regenerates the capped v2 corpus.
