@@ -1,7 +1,7 @@
 """The `model` stage's work: make a configured model's weights loadable and record its manifest.
 
 Converting and extracting weights is needed only when a model is built; the stages that load a
-built model (encode, index, retrieve, rerank) import :mod:`releval.retrieval.models` alone, so
+built model (encode, retrieve, rerank) import :mod:`releval.retrieval.models` alone, so
 editing a converter reruns the `model` stage and what follows from its output, nothing else.
 """
 
