@@ -24,7 +24,9 @@ def jsonl(path: Path, *records) -> Path:
     return path
 
 
-def make_set(root: Path, name: str, rows: list, *, parent: str | None = None, annotators=("alice", "bob")) -> Path:
+def make_set(
+    root: Path, name: str, rows: list, *, parent: str | None = None, annotators=("alice", "bob"), dataset="mini"
+) -> Path:
     directory = root / "judgments" / name
     jsonl(directory / "judgments.jsonl", *rows)
     (directory / "RUBRIC.md").write_text("# Rubric\n")
@@ -36,14 +38,32 @@ def make_set(root: Path, name: str, rows: list, *, parent: str | None = None, an
         "RUBRIC.md",
         tuple(annotators),
         hashlib.sha256((directory / "judgments.jsonl").read_bytes()).hexdigest(),
+        dataset=dataset,
     )
     (directory / "manifest.yaml").write_text(manifest.to_yaml())
     return directory
 
 
+def declare_dataset(project: Path, corpus: str = "data/corpus.jsonl.gz", corpus_format: str = "jsonl") -> Path:
+    """conf/dataset/mini.yaml: the dataset the sets' manifests name (``dataset: mini``)."""
+    path = project / "conf" / "dataset" / "mini.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        "name: mini\n"
+        f"corpus: {{path: {corpus}, format: {corpus_format}}}\n"
+        "queries: {path: data/queries.jsonl, format: releval}\n"
+        "subset: {docs: null, queries: null}\n"
+    )
+    return path
+
+
 @pytest.fixture
-def dataset(tmp_path: Path) -> Path:
-    root = tmp_path / "data"
+def dataset(tmp_path: Path, monkeypatch) -> Path:
+    """A project whose conf/ declares the dataset ``mini`` (data/queries.jsonl, data/corpus.jsonl.gz)
+    with two judgment sets naming it; the working directory is the project. Returns its data/."""
+    monkeypatch.chdir(tmp_path)
+    declare_dataset(tmp_path)
+    root = Path("data")
     jsonl(
         root / "queries.jsonl",
         {"query_id": "q1", "text": "sort a dict", "split": "dev", "slices": ["howto"]},
@@ -92,11 +112,11 @@ def test_a_clean_dataset(dataset, capsys):
     before = tree_state(dataset)
     code, out, _ = validate(capsys, dataset)
     assert code == 0
+    checked = "(ids checked against dataset 'mini': queries data/queries.jsonl and corpus data/corpus.jsonl.gz)"
     assert out == [
-        f"ok: dataset {dataset}: 2 queries (1 dev, 1 holdout), 3 documents in {dataset / 'corpus.jsonl.gz'}, "
-        "2 judgment set(s): "
-        "judgment set v1: 3 judgments, 2 queries, 2 annotator(s); "
-        "judgment set v2: 2 judgments, 2 queries, 2 annotator(s)"
+        "ok: dataset mini (conf/dataset/mini.yaml): 2 queries (1 dev, 1 holdout), 3 documents in data/corpus.jsonl.gz",
+        f"  judgment set v1: 3 judgments, 2 queries, 2 annotator(s) {checked}",
+        f"  judgment set v2: 2 judgments, 2 queries, 2 annotator(s) {checked}",
     ]
     assert tree_state(dataset) == before
 
@@ -161,14 +181,14 @@ def test_a_set_directory_finds_its_dataset_queries_and_corpus(dataset, capsys):
 def test_a_clean_set_directory_and_its_judgments_file(dataset, capsys):
     code, out, _ = validate(capsys, dataset / "judgments" / "v1")
     assert code == 0 and out[0].startswith("ok: judgment set v1: 3 judgments")
-    assert "ids checked against queries" in out[0] and "corpus" in out[0]
+    assert "ids checked against dataset 'mini': queries data/queries.jsonl and corpus data/corpus.jsonl.gz" in out[0]
     code, out, _ = validate(capsys, dataset / "judgments" / "v1" / "judgments.jsonl")
     assert code == 0 and out[0].startswith("ok: judgment set v1")
 
 
 def test_a_directory_of_sets(dataset, capsys):
     code, out, _ = validate(capsys, dataset / "judgments")
-    assert code == 0 and "judgment set v1" in out[0] and "judgment set v2" in out[0]
+    assert code == 0 and out[0].startswith("ok: judgment set v1") and out[1].startswith("  judgment set v2")
 
 
 def test_a_missing_manifest(dataset, capsys):
@@ -245,7 +265,14 @@ def test_a_filled_pool_against_a_set(dataset, tmp_path, capsys):
     )
     code, out, _ = validate(capsys, filled, "--annotator", "dave")
     assert code == 0
-    assert out[0].endswith("2 graded rows, 1 ungraded (no --judgments: grades checked as integers >= 0 only)")
+    assert out[0].endswith(
+        "2 graded rows, 1 ungraded (no --judgments: grades checked as integers >= 0 only) "
+        "(ids not checked: give --judgments SET_DIR, or --queries and --corpus)"
+    )
+    filled.write_text(filled.read_text().replace("d1,D1,s,3,dave", "d1,D1,s,2,dave"))
+    code, out, _ = validate(capsys, filled, "--annotator", "dave", "--judgments", dataset / "judgments" / "v2")
+    assert code == 0, out
+    assert out[0].endswith("(ids checked against dataset 'mini': queries data/queries.jsonl and corpus data/corpus.jsonl.gz)")
     code, out, _ = validate(capsys, filled)
     assert code == 1 and out == [f"{filled}:4: field 'annotator': missing"]
 
@@ -258,7 +285,7 @@ def test_a_path_that_does_not_exist(tmp_path, capsys):
 def test_an_unrecognised_directory(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     code, out, _ = validate(capsys, tmp_path / "empty")
-    assert code == 1 and "not a judgment set" in out[0]
+    assert code == 1 and "no judgment set" in out[0] and "no dataset the configuration declares" in out[0]
 
 
 def test_validating_the_embedded_corpus_as_corpus(dataset, capsys):
@@ -278,43 +305,65 @@ def test_validating_the_embedded_corpus_as_corpus(dataset, capsys):
 
 
 def folder_corpus(root: Path, ids=("d1", "d2", "d3")) -> Path:
-    """The dataset's documents as a folder of .md files (doc_id = file name without extension)."""
+    """The dataset's documents as a folder of .md files (doc_id = file name without extension),
+    declared as its corpus in conf/dataset/mini.yaml."""
     (root / "corpus.jsonl.gz").unlink(missing_ok=True)
     for doc_id in ids:
         path = root / "corpus" / f"{doc_id}.md"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(f"# {doc_id.upper()}\n\ntext of {doc_id}\n")
+    declare_dataset(Path.cwd(), corpus=(root / "corpus").as_posix(), corpus_format="folder")
     return root / "corpus"
 
 
 def test_a_folder_corpus_in_a_dataset_is_read_as_ingest_reads_it(dataset, capsys):
     corpus = folder_corpus(dataset)
     code, out, _ = validate(capsys, dataset)
-    assert code == 0 and f"3 documents in {corpus}," in out[0]
+    assert code == 0 and f"3 documents in {corpus}" in out[0]
     (corpus / "d3.md").unlink()  # judged by v2
     code, out, _ = validate(capsys, dataset)
     assert code == 1 and len(out) == 1 and "unknown document 'd3'" in out[0]
     assert PROBLEM.match(out[0])["field"] == "doc_id"
 
 
-def test_the_corpus_params_yaml_names_is_the_one_checked(dataset, monkeypatch, capsys):
-    """A dataset whose corpus lives elsewhere is checked against the corpus the ingest stage reads."""
-    project = dataset.parent
-    docs = folder_corpus(project / "docs", ids=("d1", "d2"))
-    (dataset / "corpus.jsonl.gz").unlink()
-    params = {
-        "dataset": {
-            "corpus": {"path": str(docs.relative_to(project)), "format": "folder"},
-            "queries": {"path": "data/queries.jsonl", "format": "releval"},
-        }
-    }
-    (project / "params.yaml").write_text(json.dumps(params))
-    monkeypatch.chdir(project)
+def test_the_corpus_the_configuration_names_is_the_one_checked(dataset, capsys):
+    """A dataset whose corpus lives outside the folder validated is checked against the corpus its
+    configuration names (the one the ingest stage reads), never one that merely sits in the folder."""
+    docs = folder_corpus(Path("docs"), ids=("d1", "d2"))
+    jsonl(dataset / "corpus.jsonl", {"_id": "d1", "text": "x"}, {"_id": "d2", "text": "x"}, {"_id": "d3", "text": "x"})
     code, out, _ = validate(capsys, "data")
-    assert code == 1 and len(out) == 1 and "unknown document 'd3'" in out[0]
-    (project / "params.yaml").write_text(json.dumps({"dataset": {**params["dataset"], "queries": {"path": "x"}}}))
-    code, out, _ = validate(capsys, "data")  # that dataset is not this one: its corpus is not used
-    assert code == 0 and "no corpus (doc ids not checked; give --corpus)" in out[0]
+    assert code == 1 and len(out) == 1 and "unknown document 'd3'" in out[0] and str(docs) in out[0] + str(docs)
+    code, out, _ = validate(capsys, dataset / "judgments" / "v2")
+    assert code == 1 and "unknown document 'd3'" in out[0]
+
+
+def test_a_set_of_another_corpus_is_one_line_naming_its_dataset(dataset, tmp_path, capsys):
+    """Checked against a corpus it was not made for, a set is one line naming the dataset it belongs
+    to, not a line per unknown id."""
+    other = jsonl(tmp_path / "other" / "corpus.jsonl", {"_id": "x1", "text": "x"})
+    queries = jsonl(tmp_path / "other" / "queries.jsonl", {"query_id": "p1", "text": "t", "split": "dev"})
+    code, out, _ = validate(capsys, dataset / "judgments" / "v1", "--corpus", other, "--queries", queries)
+    assert code == 1 and len(out) == 1
+    assert out[0].startswith(f"{dataset / 'judgments' / 'v1' / 'judgments.jsonl'}: field 'dataset': ")
+    assert "3 of 3 judgments name queries or documents not in" in out[0]
+    assert "it belongs to dataset 'mini' (its manifest's `dataset`), whose corpus is data/corpus.jsonl.gz" in out[0]
+
+
+def test_a_set_naming_an_undeclared_dataset_is_a_problem(dataset, capsys):
+    v3 = make_set(dataset, "v3", [{"query_id": "q1", "doc_id": "d1", "grade": 1, "annotator": "alice"}], dataset="gone")
+    code, out, _ = validate(capsys, v3)
+    assert code == 1
+    assert out == [
+        f"{v3 / 'manifest.yaml'}:8: field 'dataset': its manifest names dataset 'gone', which no configuration "
+        "declares (known: mini)"
+    ]
+
+
+def test_a_set_no_configuration_places_is_checked_structurally_and_says_so(dataset, capsys):
+    v3 = make_set(dataset, "v3", [{"query_id": "q9", "doc_id": "d9", "grade": 1, "annotator": "alice"}], dataset="")
+    code, out, _ = validate(capsys, v3)
+    assert code == 0
+    assert out[0].endswith("(ids not checked: no dataset: neither its manifest (`dataset: NAME`) nor params.yaml's judgments name it)")
 
 
 def test_every_bad_file_of_a_folder_corpus_is_printed(dataset, capsys):
@@ -339,3 +388,19 @@ def test_a_repeated_message_is_one_line_with_its_count_and_first_lines(dataset, 
     assert code == 1
     assert out == [f"{filled}: field 'annotator': missing (7 rows: lines 2, 3, 4, 5, 6, …)"]
     assert "7 problems" in err
+
+
+def test_every_shipped_set_validates_against_its_own_dataset(monkeypatch, capsys):
+    """`releval validate data/` on the shipped data: v1 and v2 against corpus edition v2 (dataset
+    pydocs), v3 against v3 (pydocs-v3); it reported 3,508 problems when sets were checked against
+    the files that happened to sit beside them."""
+    monkeypatch.chdir(ROOT)
+    code, out, _ = validate(capsys, "data")
+    assert code == 0, out[:5]
+    sets = {line.split(":")[0].strip(): line for line in out if "judgment set" in line}
+    assert set(sets) == {"judgment set v1", "judgment set v2", "judgment set v3"}
+    assert "ids checked against dataset 'pydocs':" in sets["judgment set v1"]
+    assert "ids checked against dataset 'pydocs':" in sets["judgment set v2"]
+    assert "ids checked against dataset 'pydocs-v3':" in sets["judgment set v3"]
+    code, out, _ = validate(capsys)  # the active dataset
+    assert code == 0 and out[0].startswith("ok: dataset pydocs-v3 (params.yaml)")

@@ -68,7 +68,7 @@ from releval.tables import JUDGMENTS, QRELS
 MANIFEST_NAME = "manifest.yaml"
 JUDGMENTS_NAME = "judgments.jsonl"
 MANIFEST_KEYS = ("version", "parent", "date", "scale", "rubric", "annotators", "judgments_sha256")
-OPTIONAL_MANIFEST_KEYS = ("description",)
+OPTIONAL_MANIFEST_KEYS = ("description", "dataset")
 QRELS_SCHEMA = QRELS.schema  # the old name, which tests/judging/test_judgment_versions.py imports
 RUBRIC_NAME = "RUBRIC.md"  # a dataset's rubric, beside its judgment sets (data/<dataset>/judgments/RUBRIC.md)
 # The grades of a first version when none are given: the four grades of data/judgments/RUBRIC.md.
@@ -93,6 +93,7 @@ class Manifest:
     annotators: tuple[str, ...]
     judgments_sha256: str
     description: str = ""
+    dataset: str = ""  # the dataset (its configuration's `name`) whose corpus and queries the ids refer to
 
     def to_yaml(self) -> str:
         """The manifest as YAML, keys in a fixed order (identical manifests give identical bytes)."""
@@ -109,6 +110,8 @@ class Manifest:
         }
         if self.description:
             document["description"] = self.description
+        if self.dataset:
+            document["dataset"] = self.dataset
         return yaml.safe_dump(document, sort_keys=False, allow_unicode=True, default_flow_style=None, width=100)
 
 
@@ -226,6 +229,10 @@ def read_manifest(
     if not isinstance(description, str):
         err("description", "expected a string")
         description = ""
+    dataset = data.get("dataset", "")
+    if not isinstance(dataset, str):
+        err("dataset", f"expected the name of the dataset whose corpus and queries the ids refer to, found {dataset!r}")
+        dataset = ""
     if (
         errors
         or version is None
@@ -236,7 +243,7 @@ def read_manifest(
         or digest is None
     ):
         return None, errors
-    return Manifest(version, parent, date, scale, rubric, tuple(annotators), digest, description), errors
+    return Manifest(version, parent, date, scale, rubric, tuple(annotators), digest, description, dataset), errors
 
 
 def manifest_lines(path: str | os.PathLike) -> dict[str, int]:
