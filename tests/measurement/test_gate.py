@@ -69,14 +69,14 @@ def test_gate_exits_2_on_missing_inputs(tmp_path, capsys):
 # --------------------------------------------------------------------------- must-never-break
 
 
-def must_project(tmp_path, flagged: set[str]) -> Project:
+def must_project(tmp_path, flagged: set[str], holdout: set[str] = frozenset()) -> Project:
     """'cand' improves nDCG on every query, but on q003 its relevant document sits at document
     rank 4 (chunk rank 6: d-a has three chunks above it)."""
     proj = Project(tmp_path)
     ids = qids(30)
     base = np.linspace(0.2, 0.6, 30)
     proj.write_reports({"base": {"ndcg@10": base.tolist()}, "cand": {"ndcg@10": (base + 0.1).tolist()}}, ids)
-    proj.write_queries(ids, must_never_break=flagged)
+    proj.write_queries(ids, must_never_break=flagged, holdout=holdout)
     proj.write_qrels([(q, f"{q}-rel", 2) for q in ids] + [("q003", "q003-b", 0)])
     ranking = {q: [f"{q}-rel#0", f"{q}-x#0"] for q in ids}
     ranking["q003"] = ["q003-a#0", "q003-a#1", "q003-a#2", "q003-b#0", "q003-c#0", "q003-rel#0"]
@@ -96,6 +96,24 @@ def test_must_never_break_query_out_of_the_top_n_fails_the_gate(tmp_path, capsys
     # ranks count documents, not chunks: rank 4 passes a top-4 rule
     code, out, _ = gate(proj, capsys, "base", "cand", "--must-rank", "4")
     assert code == 0 and "significant improvement" in out
+
+
+def test_a_sealed_must_never_break_query_is_left_out_and_named(tmp_path, capsys):
+    """Seam 1 of issue 27: after `make repro` the working files hold no judgment of a sealed holdout
+    query, and the gate failed (exit 2, "q011 has no judged document of grade >= 1") on a flagged
+    holdout query. It is not checked, and the gate says so."""
+    proj = must_project(tmp_path, {"q001", "h011"}, holdout={"h011", "h012"})
+    code, out, err = gate(proj, capsys, "base", "cand")
+    assert code == 0, err
+    assert out.rstrip().splitlines()[-2].startswith("gate: PASS — significant improvement")
+    assert out.rstrip().splitlines()[-1] == (
+        "must-never-break: 1 sealed holdout query not checked (h011): their judgments stay sealed until "
+        "`releval holdout` opens them"
+    )
+    proj = must_project(tmp_path / "dev-flagged", {"q001", "h011"})  # h011 a dev query without judgments
+    proj.write_queries(qids(30) + ["h011"], must_never_break={"h011"})
+    code, _, err = gate(proj, capsys, "base", "cand")
+    assert code == 2 and "must-never-break query h011 has no judged document of grade >= 1" in err
 
 
 def test_must_never_break_query_never_retrieved(tmp_path, capsys):

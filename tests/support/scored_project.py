@@ -63,9 +63,22 @@ class Project:
         )
 
     def write_queries(
-        self, query_ids: list[str], slices: dict[str, list[str]] | None = None, must_never_break: set[str] = frozenset()
+        self,
+        query_ids: list[str],
+        slices: dict[str, list[str]] | None = None,
+        must_never_break: set[str] = frozenset(),
+        holdout: set[str] = frozenset(),
     ) -> None:
-        table = pl.DataFrame({"query_id": query_ids, "text": [f"text of {q}" for q in query_ids]})
+        """data/work/queries.parquet of ``query_ids`` (dev) plus ``holdout`` (sealed: as the queries
+        stage writes them, with no judgments or runs in the working files)."""
+        query_ids = list(query_ids) + sorted(holdout)
+        table = pl.DataFrame(
+            {
+                "query_id": query_ids,
+                "text": [f"text of {q}" for q in query_ids],
+                "split": ["holdout" if q in holdout else "dev" for q in query_ids],
+            }
+        )
         if slices is not None:
             table = table.with_columns(
                 pl.Series("slices", [slices.get(q, []) for q in query_ids], dtype=pl.List(pl.Utf8))

@@ -11,7 +11,8 @@ Exit codes:
 * 1: the metric fails, or a must-never-break query (``must_never_break`` true in
   data/work/queries.parquet) has no relevant document in the candidate's top N documents
   (``--must-rank``, default 3). That rule is absolute: it checks the candidate's own ranking,
-  not whether the baseline passed.
+  not whether the baseline passed. Flagged queries of the sealed holdout split are not checked
+  (their judgments stay out of the working files until `releval holdout`); the gate says how many.
 
 The metric fails, without ``--margin``, on a significant regression: the verdict `releval
 compare` prints (bootstrap p-value of candidate - baseline below 0.05, negative difference);
@@ -105,7 +106,8 @@ def _gate(args: argparse.Namespace) -> int:
         max_judged_gap=args.max_judged_gap,
     )
     broken = comparisons.broken_must_never_break(sources, report, args.must_rank)
-    result = compare.gate_decision(report, broken, args.must_rank, args.margin)
+    sealed = comparisons.sealed_must_never_break(sources)
+    result = compare.gate_decision(report, broken, args.must_rank, args.margin, sealed)
     print(compare.render_pair(report))
     print()
     print(result.message)

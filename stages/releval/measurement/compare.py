@@ -1259,14 +1259,22 @@ class GateResult:
     message: str
 
 
-def gate_decision(report: PairReport, broken: Sequence[Broken], top_n: int, margin: float | None = None) -> GateResult:
+def gate_decision(
+    report: PairReport,
+    broken: Sequence[Broken],
+    top_n: int,
+    margin: float | None = None,
+    sealed: Sequence[str] = (),
+) -> GateResult:
     """Exit 1 on a broken must-never-break query, and on the metric: without ``margin``, on a
     significant regression (the verdict of :func:`stats.decide`); with it (non-inferiority),
     when the interval's lower bound of candidate - baseline is below ``-margin``. Else 0.
 
     A coverage-confounded comparison (:class:`Coverage`) neither passes nor fails on the metric:
     it exits 2 (:data:`GATE_INCOMPARABLE`, "cannot decide"), with or without ``margin``, naming
-    the judging debt's command; a broken must-never-break query still exits 1."""
+    the judging debt's command; a broken must-never-break query still exits 1. ``sealed``: flagged
+    queries of the sealed holdout, not checked (their judgments are not in the working files); the
+    message says so."""
     p = report.primary
     conf = f"{p.confidence:.0%}"
     summary = (
@@ -1312,4 +1320,9 @@ def gate_decision(report: PairReport, broken: Sequence[Broken], top_n: int, marg
         for b in broken:
             where = "not retrieved" if b.best_rank is None else f"first relevant at rank {b.best_rank}"
             lines.append(f"  {b.query_id}{_short(report.texts.get(b.query_id))}: {where}")
+    if sealed:
+        lines.append(
+            f"must-never-break: {len(sealed)} sealed holdout quer{'y' if len(sealed) == 1 else 'ies'} not checked "
+            f"({_preview(list(sealed))}): their judgments stay sealed until `releval holdout` opens them"
+        )
     return GateResult(code, "\n".join(lines))
