@@ -3,6 +3,9 @@
 Every writer goes through :func:`atomic_path`: write to a temporary sibling, fsync, rename.
 A killed run therefore never leaves a partial file that a later stage would take as complete.
 
+A write the disk refuses (full, over quota, past the file-size limit) is an
+:class:`~releval.errors.InputError` naming the target, one line, and the target is left as it was.
+
 Fault injection for tests: ``RELEVAL_FAULT=<point>@<path-suffix>`` makes the process SIGKILL itself
 when an atomic write's target (given or resolved, as a POSIX string) ends with ``<path-suffix>``.
 ``before-rename``: the temporary file (fsynced) or directory is complete, nothing renamed yet.
@@ -12,6 +15,7 @@ when an atomic write's target (given or resolved, as a POSIX string) ends with `
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import io as _pyio
 import json
@@ -21,6 +25,11 @@ import signal
 import tempfile
 from pathlib import Path
 from typing import Any, Iterator
+
+from releval.errors import InputError
+
+# Writes the disk refuses: no space, over quota, past the file-size limit (RLIMIT_FSIZE).
+_DISK_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 
 @contextlib.contextmanager
@@ -52,6 +61,10 @@ def atomic_path(target: str | os.PathLike, *, directory: bool = False) -> Iterat
                 os.fsync(fh.fileno())
             _fault("before-rename", target)
             os.replace(tmp, target)
+    except OSError as exc:
+        if exc.errno not in _DISK_FULL:
+            raise
+        raise InputError(f"cannot write: {exc.strerror} (left as it was)", file=str(target), field="path") from None
     finally:
         if tmp.exists():
             if tmp.is_dir():

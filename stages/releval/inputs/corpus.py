@@ -32,7 +32,6 @@ from __future__ import annotations
 import hashlib
 import gzip
 import io
-import json
 import os
 import re
 import warnings
@@ -43,6 +42,7 @@ from typing import Callable, Iterator, Mapping
 import polars as pl
 
 from releval.errors import InputError, InputErrors
+from releval.inputs.schemas import parse_json_line
 from releval.stage import RelevalWarning
 from releval.tables import DOCUMENTS, IMPORTED_QUERIES, QRELS, SMART_QUERIES
 
@@ -339,7 +339,7 @@ def _jsonl_records(path: Path, id_keys: tuple[str, ...], *, with_title: bool) ->
     for number, line in _lines(path):
         if not line.strip():
             continue
-        obj = _json_object(line, path, number)
+        obj = _json_object(line, path, number, (*id_keys, "title", "text"))
         id_key, record_id = _json_id(obj, id_keys, path, number)
         title = _json_string(obj, "title", path, number, required=False) if with_title else ""
         text = _json_string(obj, "text", path, number, required=True)
@@ -347,13 +347,9 @@ def _jsonl_records(path: Path, id_keys: tuple[str, ...], *, with_title: bool) ->
     return records
 
 
-def _json_object(line: str, path: Path, number: int) -> dict:
-    try:
-        obj = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise InputError(
-            f"malformed JSON: {exc.msg} (column {exc.colno})", file=str(path), line=number, field="json"
-        ) from None
+def _json_object(line: str, path: Path, number: int, fields: tuple[str, ...]) -> dict:
+    # Deep nesting, a lone surrogate in a field read (ignored keys may hold one): one InputError.
+    obj = parse_json_line(line, str(path), number, checked=fields)
     if not isinstance(obj, dict):
         raise InputError(
             f"expected a JSON object, found {type(obj).__name__}", file=str(path), line=number, field="json"

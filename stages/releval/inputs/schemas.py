@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
@@ -101,13 +102,9 @@ def read_jsonl(path: str | os.PathLike, errors: list[InputError], *, first_field
             if not text.strip():
                 continue
             try:
-                value = json.loads(text)
-            except json.JSONDecodeError as exc:
-                errors.append(
-                    InputError(
-                        f"malformed JSON: {exc.msg} (column {exc.colno})", file=source, line=number, field="json"
-                    )
-                )
+                value = parse_json_line(text, source, number)
+            except InputError as exc:
+                errors.append(exc)
                 continue
             if not isinstance(value, dict):
                 errors.append(
@@ -124,11 +121,103 @@ def read_jsonl(path: str | os.PathLike, errors: list[InputError], *, first_field
     return records
 
 
+MAX_JSON_DEPTH = 100
+"""Arrays and objects nested deeper than this in one line are refused. Records are flat (a query's
+``slices`` is the deepest value: depth 2); without a bound, json.loads of ``[[[...]]]`` 100,000 deep
+raises RecursionError, a traceback instead of a line naming the file."""
+
+_JSON_STRUCTURE = re.compile(r'\\.|["\[\]{}]')  # an escape (skipped whole), a quote or a bracket
+_INT64 = range(-(2**63), 2**63)
+
+
+def parse_json_line(text: str, file: str, line: int, *, checked: Iterable[str] | None = None) -> Any:
+    """The value of one JSONL line; every way it can fail is an InputError naming the file, the line
+    and the field (shared by every JSONL reader of records: queries, judgments, filled pools, corpora).
+
+    Refused, besides malformed JSON (field ``json``): nesting deeper than :data:`MAX_JSON_DEPTH`
+    (``json``), a number with more digits than Python converts (``json``), and a lone surrogate
+    escape such as ``"\\ud800"`` (not Unicode: no UTF-8 file, TREC line or parquet string can hold
+    it) in any string, named by the top-level key that holds it (``json`` when the line is not an
+    object). ``checked``: the only top-level keys searched for surrogates (a reader that ignores the
+    other keys, such as a corpus's ``metadata``, does not refuse them); None: every key.
+    """
+    if text.count("[") + text.count("{") > MAX_JSON_DEPTH and _json_depth(text) > MAX_JSON_DEPTH:
+        raise InputError(
+            f"malformed JSON: arrays or objects nested more than {MAX_JSON_DEPTH} deep",
+            file=file,
+            line=line,
+            field="json",
+        )
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"malformed JSON: {exc.msg} (column {exc.colno})", file=file, line=line, field="json"
+        ) from None
+    except ValueError as exc:  # int('9' * 5000): past sys.get_int_max_str_digits()
+        raise InputError(
+            f"malformed JSON: a number too long to read ({exc})", file=file, line=line, field="json"
+        ) from None
+    except RecursionError:  # only when called with the stack already deep: the bound above comes first
+        raise InputError("malformed JSON: nested too deeply to read", file=file, line=line, field="json") from None
+    if "\\u" in text:  # a surrogate can only come from an escape; strict UTF-8 decoding refused raw ones
+        where = value.items() if isinstance(value, dict) else [("json", value)]
+        for key, item in where:
+            if checked is not None and key not in checked:
+                continue
+            bad = _lone_surrogate(key) or _lone_surrogate(item)
+            if bad:
+                field = key.encode("utf-8", "backslashreplace").decode("utf-8") if isinstance(value, dict) else "json"
+                raise InputError(
+                    f"contains a lone surrogate escape ({bad}): not valid Unicode", file=file, line=line, field=field
+                )
+    return value
+
+
+def _json_depth(text: str) -> int:
+    """How deep arrays and objects nest in a JSON text (brackets inside strings do not count); stops
+    counting past :data:`MAX_JSON_DEPTH`."""
+    depth = deepest = 0
+    in_string = False
+    for match in _JSON_STRUCTURE.finditer(text):
+        token = match.group()
+        if token == '"':
+            in_string = not in_string
+        elif in_string or token[0] == "\\":
+            continue
+        elif token in "[{":
+            depth += 1
+            if depth > MAX_JSON_DEPTH:
+                return depth
+            deepest = max(deepest, depth)
+        else:
+            depth -= 1
+    return deepest
+
+
+def _lone_surrogate(value: Any) -> str:
+    """The first lone surrogate in a parsed JSON value, as its escape (``\\ud800``); "" when none."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            return f"\\u{ord(value[exc.start]):04x}"
+        return ""
+    if isinstance(value, dict):
+        return next((found for k, v in value.items() if (found := _lone_surrogate(k) or _lone_surrogate(v))), "")
+    if isinstance(value, list):
+        return next((found for v in value if (found := _lone_surrogate(v))), "")
+    return ""
+
+
 def _json_type(value: Any) -> str:
     if value is None:
         return "null"
     if isinstance(value, bool):
         return f"a boolean ({json.dumps(value)})"
+    if isinstance(value, int) and value not in _INT64:
+        digits = str(abs(value))
+        return f"an integer out of range ({'-' if value < 0 else ''}{digits[:12]}…, {len(digits)} digits)"
     if isinstance(value, int):
         return f"an integer ({value})"
     if isinstance(value, float):
@@ -154,7 +243,8 @@ def _id_value(value: Any) -> str | None:
 
 
 def _int_value(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    """An integer the table can hold (64-bit: grades and spans); None for anything else."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value in _INT64 else None
 
 
 def _typed(
