@@ -34,7 +34,7 @@ def main() -> None:
     declared = {name: external.declared(name, cfg) for name, cfg in (params.get("externals") or {}).items()}
     out_root = Path(args.runs_root) / runs.EXTERNAL
     if args.declared:
-        record = {name: {k: v for k, v in vars(e).items() if k != "name"} for name, e in sorted(declared.items())}
+        record = {name: _declared_record(e) for name, e in sorted(declared.items())}
         io.write_json(
             out_root / DECLARED_FILE, {"externals": record, "grid": list(params["grid"].get("external") or [])}
         )
@@ -50,6 +50,12 @@ def main() -> None:
     )
     runs.write_run(out_root / args.name, converted.run, converted.meta)
     print("\n".join(external.summary(converted.meta["external"])))
+
+
+def _declared_record(entry: external.ExternalRun) -> dict:
+    """An entry as declared.json records it; ``allow_outside`` only when true (the file of an
+    entry without it keeps its bytes, and the stages after it their cache)."""
+    return {k: v for k, v in vars(entry).items() if k != "name" and (k != "allow_outside" or v)}
 
 
 if __name__ == "__main__":

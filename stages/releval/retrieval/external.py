@@ -7,6 +7,12 @@ declared description (what system, when, by whom) and its unit: ``documents`` (t
 are the corpus's document ids) or ``chunks`` (its ids are passages; ``chunk_pattern``, a regular
 expression with a group ``doc_id``, takes the document out of each one).
 
+The file stays inside the project: ``path`` is relative to the project root, and a path that
+leads out of it (absolute, ``../``, or a symlink whose target is outside, resolved) is refused,
+naming ``externals.<name>.path``, unless the entry says ``allow_outside: true``. A run file
+then reaches the project only because its configuration names it so, never by a link someone
+put in the project.
+
 The file is checked against the pipeline's tables: every query id must be a query of the query
 table and every document a document of the corpus table; scores finite, (query, id) pairs
 unique, ranks (where the file has them) positive whole numbers, unique within a query. Every
@@ -40,7 +46,7 @@ from releval.tables import CHUNK_RUN, TREC_RUN_LINE
 
 UNITS = ("documents", "chunks")
 DESCRIPTION_FIELDS = ("system", "produced", "by")  # what system, when, by whom
-ENTRY_FIELDS = ("path", "format", "description", "unit", "chunk_pattern")
+ENTRY_FIELDS = ("path", "format", "description", "unit", "chunk_pattern", "allow_outside")
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 KIND = "external"
 
@@ -55,6 +61,7 @@ class ExternalRun:
     description: dict[str, str]
     unit: str = "documents"
     chunk_pattern: str | None = None
+    allow_outside: bool = False  # the file may resolve outside the project root (declared, recorded)
 
     @property
     def where(self) -> str:
@@ -107,7 +114,32 @@ def declared(name: str, entry: Any, source: str = "params.yaml") -> ExternalRun:
             raise InputError("needs a named group (?P<doc_id>...)", file=source, field=f"{where}.chunk_pattern")
     elif pattern is not None:
         raise InputError("only for unit chunks", file=source, field=f"{where}.chunk_pattern")
-    return ExternalRun(name, path, format, {f: str(description[f]) for f in DESCRIPTION_FIELDS}, unit, pattern)
+    allow_outside = entry.get("allow_outside", False)
+    if not isinstance(allow_outside, bool):
+        raise InputError(
+            f"expected true or false, found {allow_outside!r}", file=source, field=f"{where}.allow_outside"
+        )
+    description = {f: str(description[f]) for f in DESCRIPTION_FIELDS}
+    return ExternalRun(name, path, format, description, unit, pattern, allow_outside)
+
+
+def inside_project(entry: ExternalRun, root: str | Path = ".") -> Path:
+    """The run file's path under ``root`` (the project root); an InputError naming
+    ``externals.<name>.path`` when it resolves outside the root (absolute, ``../``, a symlink out)
+    and the entry does not say ``allow_outside: true``."""
+    path = Path(root) / entry.path
+    if entry.allow_outside:
+        return path
+    project, resolved = Path(root).resolve(), path.resolve()
+    if not resolved.is_relative_to(project):
+        via = "" if Path(entry.path).is_absolute() or ".." in Path(entry.path).parts else f" (a link to {resolved})"
+        raise InputError(
+            f"outside the project root{via}: a run file is read from the project (path relative to its root), "
+            f"unless {entry.where}.allow_outside is true (conf/external/{entry.name}.yaml: allow_outside: true)",
+            file=entry.path,
+            field=f"{entry.where}.path",
+        )
+    return path
 
 
 # --------------------------------------------------------------------------- reading the file
@@ -149,7 +181,7 @@ def _ranks(path: Path, format: str, texts: list[str] | None) -> pl.Series | None
 def read_external(entry: ExternalRun, root: str | Path = ".") -> pl.DataFrame:
     """The file as ``query_id, chunk_id, doc_id, score, file_rank, line`` (``file_rank`` null where
     the file has no ranks), every row checked for format, finite score and duplicates."""
-    path = Path(root) / entry.path
+    path = inside_project(entry, root)
     source = entry.path
     if not path.is_file():
         raise InputError("no such run file", file=source, field=f"{entry.where}.path")
@@ -277,6 +309,7 @@ def convert(
         "description": dict(entry.description),
         "unit": entry.unit,
         "chunk_pattern": entry.chunk_pattern,
+        **({"allow_outside": True} if entry.allow_outside else {}),  # absent by default: records stay as they were
         "rows": table.height,
         "queries_in_file": file_queries,
         "split": split,
