@@ -11,8 +11,11 @@ Formats
             required ``text``.
 ``folder``  (corpus only) a directory of ``.txt`` and ``.md`` files, searched recursively in
             sorted order of their '/'-separated relative paths; names starting with '.' (files
-            or folders) are skipped. doc_id = relative path without extension. text = the file
-            verbatim except CRLF -> LF. title: for ``.md`` the first ATX heading (``# ...``)
+            or folders) are skipped, and so are symlinks that lead out of the folder (resolved;
+            one :class:`LinkOutWarning` names them): a folder's documents are its own files, never
+            a file elsewhere on the machine a link points at (links inside the folder are read;
+            linked folders are not entered). doc_id = relative path without extension. text = the
+            file verbatim except CRLF -> LF. title: for ``.md`` the first ATX heading (``# ...``)
             outside code fences, else ""; for ``.txt`` always "" -- a plain-text file has no
             markup saying which line is a title, and guessing would duplicate text into titles.
 ``beir``    a BEIR dataset directory: corpus.jsonl, queries.jsonl, qrels/<split>.tsv.
@@ -70,6 +73,10 @@ _CODE_FENCE = re.compile(r" {0,3}(```|~~~)")
 
 class EmptyTextWarning(RelevalWarning):
     """Records with an empty text were kept (see the module docstring); shown as a WARNING: line."""
+
+
+class LinkOutWarning(RelevalWarning):
+    """Symlinks leading out of a folder corpus were skipped, not read; shown as one WARNING: line."""
 
 
 @dataclass(frozen=True)
@@ -434,6 +441,9 @@ def _folder_records(root: Path) -> list[_Record]:
         except InputError as exc:
             problems.append(exc)
             continue
+        except OSError as exc:  # a dangling link inside the folder, a file without read permission
+            problems.append(InputError(f"cannot read: {exc.strerror}", file=str(path), field="path"))
+            continue
         title = _markdown_title(text) if path.suffix.lower() == ".md" else ""
         doc_id = re.sub(r"\s", "_", relative.rsplit(".", 1)[0])  # ids never hold whitespace (TREC)
         records.append(_Record(doc_id, title, text, str(path), 1, "path"))
@@ -442,13 +452,31 @@ def _folder_records(root: Path) -> list[_Record]:
 
 
 def _folder_files(root: Path) -> list[str]:
-    """'/'-separated relative paths of the corpus files, sorted by code point (platform-independent)."""
-    found = []
+    """'/'-separated relative paths of the corpus files, sorted by code point (platform-independent).
+
+    Symlinks (to files or folders) whose target resolves outside ``root`` are left out and named in
+    one :class:`LinkOutWarning`; os.walk enters no linked folder in any case."""
+    found, out = [], []
+    inside = root.resolve()
     for directory, subdirs, files in os.walk(root):
         subdirs[:] = [d for d in subdirs if not d.startswith(".")]
-        for name in files:
-            if not name.startswith(".") and name.lower().endswith(FOLDER_SUFFIXES):
-                found.append(Path(directory, name).relative_to(root).as_posix())
+        names = [name for name in files if not name.startswith(".") and name.lower().endswith(FOLDER_SUFFIXES)]
+        for kind, name in [*(("folder", d) for d in subdirs), *(("file", f) for f in names)]:
+            path = Path(directory, name)
+            relative = path.relative_to(root).as_posix()
+            if path.is_symlink() and not path.resolve().is_relative_to(inside):
+                out.append(f"{relative} -> {path.resolve()}")
+            elif kind == "file":
+                found.append(relative)
+    if out:
+        out.sort()
+        more = f" and {len(out) - 10} more" if len(out) > 10 else ""
+        warnings.warn(
+            f"{root}: {len(out)} symlink(s) lead out of the corpus folder, skipped (not read): "
+            f"{', '.join(out[:10])}{more}",
+            LinkOutWarning,
+            stacklevel=4,
+        )
     return sorted(found)
 
 
