@@ -298,6 +298,51 @@ test_pool.py::test_read_filled_pool_header_problems
 test_judgment_versions.py::test_a_new_version_needs_a_parent
     ERR
 
+--- Out-of-range numbers, JSON no reader could take, a refused write, paths out of the project (issue 27) --------------
+test_one_line_errors.py::test_an_out_of_range_grade_is_one_line_in_releval_validate [9]
+    FIXED (issue 27): grade 10**30, -10**30, 2**63 (past the 64-bit table): ERR 'grade' "an integer out of range"
+    (was a polars TypeError traceback); 2**63-1: ERR "not on the scale"; 1e30, 1e400, -0.0, 2.5, true: ERR 'grade'
+    naming the JSON type, as 2.0 always was
+test_one_line_errors.py::test_a_span_out_of_range_is_one_line
+    FIXED (issue 27): span_end 10**30: ERR 'span_end'
+test_one_line_errors.py::test_minus_zero_as_an_integer_is_grade_zero
+    JSON -0 (an integer): OK, grade 0
+test_one_line_errors.py::test_json_no_reader_could_take_is_one_line_in_releval_validate [7]
+    FIXED (issue 27): judgments.jsonl with "\ud800" in notes / query_id / doc_id / a key: ERR naming that key
+    (was UnicodeEncodeError); 100,000-deep notes or line: ERR 'json' "nested more than 100 deep" (was
+    RecursionError); a 5,000-digit grade: ERR 'json' "a number too long to read" (was ValueError)
+test_one_line_errors.py::test_a_surrogate_pair_is_one_character_and_accepted
+    "\ud83d\ude00" in notes: OK (one character)
+test_one_line_errors.py::test_a_bad_filled_pool_row_is_one_line_in_pool_import_and_nothing_is_written [3]
+    FIXED (issue 27): `releval pool --import` of a row with grade 10**30, a surrogate, deep notes: exit 1, one line,
+    nothing written
+test_one_line_errors.py::test_the_queries_stage_says_one_line_and_writes_nothing [7]
+    FIXED (issue 27): releval and jsonl query files with a surrogate (text, id, slices) or 100,000-deep nesting: EXIT2
+test_one_line_errors.py::test_the_ingest_stage_says_one_line_and_writes_nothing [6]
+    FIXED (issue 27): corpus jsonl with a surrogate (text, title, _id, doc_id) or 100,000-deep nesting: EXIT2
+test_one_line_errors.py::test_a_surrogate_in_a_corpus_key_nobody_reads_is_ignored_like_the_key
+    POLICY: a surrogate in an ignored corpus key (metadata): OK, like the key
+test_one_line_errors.py::test_a_write_refused_in_pool_import_is_one_line_and_leaves_the_set_as_it_was [2]
+    FIXED (issue 27): the kernel refuses the write mid-file (EFBIG; ENOSPC the same): exit 1, one line naming the
+    set, the set byte for byte as before, no temporary left (was an OSError traceback)
+test_corpus_confinement.py::test_symlinks_out_of_a_folder_corpus_are_skipped_and_named_in_one_warning
+    FIXED (issue 27): folder corpus links (files, folders) resolving outside the folder: POLICY skipped, one WARNING
+    naming each (a system file was ingested as a document)
+test_corpus_confinement.py::test_a_corpus_file_named_by_the_configuration_is_read_wherever_it_is
+    corpus file ../shared/..., a link the config names, a folder outside the project: OK (the user named them)
+test_corpus_confinement.py::test_a_dangling_link_inside_the_folder_is_one_line
+    FIXED (issue 27): EXIT2 'path' "cannot read" (was FileNotFoundError)
+test_external_confinement.py::test_a_run_file_outside_the_project_is_one_line_naming_the_field_and_nothing_is_written
+[5]
+    FIXED (issue 27): external run path absolute, ../, data/../../, a symlink out (relative, absolute): EXIT2
+    "field 'externals.prod.path': outside the project root", no run written
+test_external_confinement.py::test_allow_outside_true_reads_it_and_run_json_records_the_opt_in [5]
+    the same with allow_outside: true: OK, recorded in run.json
+test_external_confinement.py::test_a_path_and_a_link_inside_the_project_need_no_opt_in_and_record_nothing_new
+    OK; run.json and declared.json without allow_outside
+test_external_confinement.py::test_allow_outside_must_be_true_or_false
+    allow_outside: "yes": EXIT2 naming externals.prod.allow_outside
+
 --- Configs -----------------------------------------------------------------------------------------------------------
 test_an_unknown_key_in_a_config_is_named [3]
     models.m 'normalise', retriever.index 'conectivity', retriever.bm25.tokenizer 'patern', read from a real
@@ -357,10 +402,11 @@ test_score_cli.py::test_bad_options_exit_2 [5]
 
 --- Totals -------------------------------------------------------------------------------------------------------------
 This file: 46 test functions, 137 cases, all passing (8 bugs found by this catalogue were fixed).
-Other files: 102 test functions, 170 cases (test_corpus.py 45, test_trec.py 37, test_metrics.py 27, test_schemas.py 13,
-test_validate_cli.py 11, test_chunking.py 11, test_score_cli.py 8, test_models.py 7, test_pool.py 4,
-test_judgment_versions.py 3, test_titles.py 3, test_fusion_rerank.py 1).
-Catalogue: 148 test functions, 307 cases. Several existing cases check many
+Other files: 119 test functions, 223 cases (test_corpus.py 45, test_one_line_errors.py 38, test_trec.py 37,
+test_metrics.py 27, test_schemas.py 13, test_external_confinement.py 12, test_validate_cli.py 11, test_chunking.py 11,
+test_score_cli.py 8, test_models.py 7, test_pool.py 4, test_corpus_confinement.py 3, test_judgment_versions.py 3,
+test_titles.py 3, test_fusion_rerank.py 1).
+Catalogue: 165 test functions, 360 cases. Several existing cases check many
 problems in one file (11 query problems, 12 judgment problems, 8 manifest problems).
 """
 
