@@ -208,8 +208,8 @@ def read_manifest(
     if "rubric" in data and (not isinstance(rubric, str) or not rubric.strip()):
         err("rubric", f"expected the rubric's file path, found {rubric!r}")
         rubric = None
-    elif isinstance(rubric, str) and not (path.parent / rubric).is_file():
-        err("rubric", f"rubric file {rubric!r} not found (relative to {path.parent})")
+    elif isinstance(rubric, str) and (problem := rubric_problem(path.parent, rubric)):
+        err("rubric", problem)
     annotators = data.get("annotators")
     if "annotators" in data:
         if (
@@ -244,6 +244,29 @@ def read_manifest(
     ):
         return None, errors
     return Manifest(version, parent, date, scale, rubric, tuple(annotators), digest, description, dataset), errors
+
+
+def rubric_problem(set_dir: str | os.PathLike, rubric: str) -> str | None:
+    """Why the manifest's ``rubric`` of the set in ``set_dir`` cannot be read, or None.
+
+    A rubric is a file inside the set's directory or its dataset folder (the set's parent
+    directory, where the shipped layout keeps RUBRIC.md), symlinks resolved: a manifest must not
+    make the judging page show, or a model judge send, any other file of the machine.
+    """
+    where = Path(os.path.abspath(set_dir))
+    target = where / rubric
+    resolved = target.resolve()
+    if not any(resolved.is_relative_to(folder) for folder in (where.resolve(), where.parent.resolve())):
+        shown = Path(set_dir) if Path(set_dir).parent != Path(set_dir) and str(Path(set_dir).parent) != "." else where
+        lexically_inside = Path(os.path.normpath(target)).is_relative_to(where.parent)
+        through = f" (a symlink to {resolved})" if lexically_inside else ""
+        return (
+            f"rubric {rubric!r} is outside the judgment set and its dataset folder{through}: a rubric must be a "
+            f"file inside {shown} or {shown.parent}"
+        )
+    if not resolved.is_file():
+        return f"rubric file {rubric!r} not found (relative to {set_dir})"
+    return None
 
 
 def manifest_lines(path: str | os.PathLike) -> dict[str, int]:
