@@ -5,9 +5,14 @@ new judgment version it writes (validated, one model annotator, the human-only s
 from __future__ import annotations
 
 import argparse
+import base64
+import dataclasses
 import gzip
 import json
+import os
 import re
+import shutil
+import subprocess
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -22,9 +27,9 @@ from releval.judging import judgments as jmod
 from releval.judging import model_judge
 from releval.judging.agreement import agreement
 from releval.judging.judge_client import ChatClient, JudgeEndpointError
-from releval.judging.judges import OpenAIJudge, PairText, parse_grade, read_judge_config
+from releval.judging.judges import STOP_AFTER, OpenAIJudge, PairText, parse_grade, read_judge_config
 
-from support import ROOT
+from support import BIN, ROOT
 
 V3 = ROOT / "data" / "judgments" / "v3"
 RUBRIC = (ROOT / "data" / "judgments" / "RUBRIC.md").read_text(encoding="utf-8")
@@ -46,7 +51,7 @@ class Endpoint:
             def do_POST(self):  # noqa: N802 (http.server's name)
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 endpoint.bodies.append({"path": self.path, **body})
-                status, content = endpoint.answer(body)
+                status, content = endpoint.answer({**body, "authorization": self.headers.get("Authorization")})
                 payload = (
                     {"choices": [{"index": 0, "message": {"role": "assistant", "content": content}}]}
                     if status == 200
@@ -282,7 +287,7 @@ def test_a_judge_that_agrees_with_the_humans_writes_a_new_version(tmp_path, mini
     assert not (tmp_path / "judgments" / "m2").exists()
 
 
-def test_the_weak_similarity_judge_is_refused_below_min_kappa_and_accepted_above(tmp_path, mini, monkeypatch):
+def test_the_weak_similarity_judge_is_refused_below_min_kappa_and_accepted_above(tmp_path, mini, monkeypatch, capsys):
     """The real offline MiniLM judge: its kappa is the agreement module's for the same labels; at the
     default --min-kappa 0.6 it is refused and only calibration.json is written; with a threshold
     below its kappa, the pool is graded into a version that validates and holds its labels."""
@@ -292,7 +297,7 @@ def test_the_weak_similarity_judge_is_refused_below_min_kappa_and_accepted_above
     config.write_text(yaml.safe_dump({**shipped, "model": str(ROOT / shipped["model"])}))
     set_dir = tmp_path / "judgments" / "s1"
     assert model_judge.run(judge_args(mini, set_dir, config, "--parent", str(mini["set"]))) == 1
-    assert sorted(p.name for p in set_dir.iterdir()) == ["calibration.json"]
+    assert sorted(p.name for p in set_dir.iterdir()) == ["calibration.json", model_judge.JOURNAL_NAME]
     calibration = json.loads((set_dir / "calibration.json").read_text())
     kappa = calibration["agreement"]["linear_weighted_kappa"]
     assert not calibration["accepted"] and kappa is not None and kappa < 0.6
@@ -319,7 +324,11 @@ def test_the_weak_similarity_judge_is_refused_below_min_kappa_and_accepted_above
 
     args = judge_args(mini, set_dir, config, "--parent", str(mini["set"]), "--min-kappa", f"{kappa - 0.05:.4f}")
     args.pool = str(mini["root"] / "pool.jsonl")
+    capsys.readouterr()
     assert model_judge.run(args) == 0
+    out = capsys.readouterr().out  # the refused run's answers are reused, not computed again
+    assert f"calibration: {reference.height} of {reference.height} answers taken from" in out
+    assert not (set_dir / model_judge.JOURNAL_NAME).exists()  # the version holds them now
     written, problems = jmod.validate_version(set_dir)
     assert problems == [] and written is not None
     identity = json.loads((set_dir / "calibration.json").read_text())["judge"]
@@ -328,3 +337,284 @@ def test_the_weak_similarity_judge_is_refused_below_min_kappa_and_accepted_above
     assert sorted(zip(labels["query_id"], labels["doc_id"])) == sorted(mini["pool"])
     human = written.judgments.filter(pl.col("annotator") != identity).drop("line")
     assert human.equals(jmod.load_version(mini["set"]).judgments.drop("line"))  # the parent's labels, untouched
+
+
+# --------------------------------------------------------------------------- the shipped layout, kills and resumes
+
+
+def reference_answers(mini: dict) -> dict[tuple[str, str], int]:
+    """(query text, document title) -> the human reference grade of the set's double-judged pairs."""
+    titles = {}
+    for line in (mini["root"] / "corpus.jsonl").read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        titles[row["_id"]] = row.get("title", "")
+    texts = {json.loads(line)["query_id"]: json.loads(line)["text"] for line in open(mini["root"] / "queries.jsonl")}
+    reference = reference_of(mini)
+    return {(texts[q], titles[d]): g for q, d, g in reference.select("query_id", "doc_id", "grade").iter_rows()}
+
+
+def shipped_project(tmp_path: Path, mini: dict) -> Path:
+    """A project laid out as the shipped data: data/judgments/RUBRIC.md beside the version
+    data/judgments/v3, whose manifest says ``rubric: ../RUBRIC.md``; queries, corpus and pool at its root."""
+    project = tmp_path / "project"
+    judgments_dir = project / "data" / "judgments"
+    judgments_dir.mkdir(parents=True)
+    (judgments_dir / "RUBRIC.md").write_text(RUBRIC, encoding="utf-8")
+    h1 = jmod.load_version(mini["set"])
+    manifest = dataclasses.replace(h1.manifest, rubric="../RUBRIC.md")
+    jmod.write_version(judgments_dir / "v3", manifest, (mini["set"] / "judgments.jsonl").read_bytes())
+    for name in ("queries.jsonl", "corpus.jsonl", "pool.jsonl"):
+        shutil.copy(mini["root"] / name, project / name)
+    return project
+
+
+def releval_judge(project: Path, config: Path, *extra: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    """`releval judge data/judgments/v4 --parent data/judgments/v3 --model CONFIG ...` in ``project``."""
+    command = [str(BIN / "releval"), "judge", "data/judgments/v4", "--parent", "data/judgments/v3", "--model"]
+    command += [str(config), "--queries", "queries.jsonl", "--corpus", "corpus.jsonl", "--pool", "pool.jsonl", *extra]
+    return subprocess.run(command, cwd=project, env={**os.environ, **(env or {})}, capture_output=True, text=True)
+
+
+@pytest.mark.slow
+def test_the_model_judge_writes_a_version_in_the_shipped_layout(tmp_path, mini):
+    """Seam 6: the rubric is ../RUBRIC.md, beside the versions; the new version keeps referring to it."""
+    project = shipped_project(tmp_path, mini)
+    grade_of = reference_answers(mini)
+    with Endpoint(lambda body: (200, str(grade_of.get(user_fields(body), 1)))) as endpoint:
+        config = judge_config(tmp_path / "judge.yaml", endpoint.base_url)
+        result = releval_judge(project, config)
+    assert result.returncode == 0, result.stdout + result.stderr
+    written, problems = jmod.validate_version(project / "data" / "judgments" / "v4")
+    assert problems == [] and written is not None
+    assert written.manifest.parent == "v3" and written.manifest.rubric == "../RUBRIC.md"
+    identity = json.loads((project / "data/judgments/v4/judge.json").read_text())["annotator"]
+    labels = written.judgments.filter(pl.col("annotator") == identity)
+    assert sorted(zip(labels["query_id"], labels["doc_id"])) == sorted(mini["pool"])
+    assert sorted(p.name for p in (project / "data" / "judgments").iterdir()) == ["RUBRIC.md", "v3", "v4"]
+
+
+def test_a_version_elsewhere_keeps_the_rubric_the_judge_was_prompted_with(tmp_path, mini, monkeypatch):
+    """The parent says ../RUBRIC.md; from a new version in another folder that path names no rubric,
+    or another one: the rubric the judge read is copied into the version instead."""
+    monkeypatch.chdir(tmp_path)
+    project = shipped_project(tmp_path, mini)
+    grade_of = reference_answers(mini)
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "RUBRIC.md").write_text("# another dataset's rubric\n")
+    with Endpoint(lambda body: (200, str(grade_of.get(user_fields(body), 1)))) as endpoint:
+        config = judge_config(tmp_path / "judge.yaml", endpoint.base_url)
+        for set_dir in (tmp_path / "elsewhere" / "m1", tmp_path / "other" / "m1"):
+            args = judge_args(mini, set_dir, config, "--parent", str(project / "data/judgments/v3"))
+            args.pool = str(mini["root"] / "pool.jsonl")
+            assert model_judge.run(args) == 0
+            written, problems = jmod.validate_version(set_dir)
+            assert problems == [] and written.manifest.rubric == "RUBRIC.md"
+            assert (set_dir / "RUBRIC.md").read_text(encoding="utf-8") == RUBRIC
+            assert json.loads((set_dir / "judge.json").read_text())["prompt_template"].count(RUBRIC.strip()) == 1
+    assert (tmp_path / "other" / "RUBRIC.md").read_text() == "# another dataset's rubric\n"
+
+
+class Gate:
+    """An endpoint's answers: the first ``open_for`` requests are answered by ``answer``, every later
+    one is held (no reply) until :meth:`release`; ``answered`` lists the user messages answered."""
+
+    def __init__(self, answer, open_for: int):
+        self.answer, self.open_for = answer, open_for
+        self.answered: list[str] = []
+        self.held = 0
+        self.condition = threading.Condition()
+        self.released = threading.Event()
+
+    def __call__(self, body):
+        with self.condition:
+            if len(self.answered) < self.open_for:
+                self.answered.append(body["messages"][-1]["content"])
+                return self.answer(body)
+            self.held += 1
+            self.condition.notify_all()
+        self.released.wait()
+        return 503, "released"
+
+    def wait_held(self, count: int) -> None:
+        with self.condition:
+            assert self.condition.wait_for(lambda: self.held >= count, timeout=300), "the judge never got that far"
+
+    def release(self) -> None:
+        self.released.set()
+
+
+def asked(endpoint: Endpoint) -> list[str]:
+    return [body["messages"][-1]["content"] for body in endpoint.bodies]
+
+
+@pytest.mark.slow
+def test_a_judge_killed_mid_grading_resumes_without_asking_any_answered_pair_again(tmp_path, mini):
+    """Seam 6: every answer is kept as it arrives. SIGKILL while both workers wait for an answer
+    (calibration done, half the pool answered), then a judge of another identity, then the same
+    command again: it asks only the pairs never answered, and writes a valid version."""
+    project = shipped_project(tmp_path, mini)
+    set_dir = project / "data" / "judgments" / "v4"
+    grade_of = reference_answers(mini)
+    calibration_pairs = reference_of(mini).height
+
+    def answer(body):
+        return 200, str(grade_of.get(user_fields(body), 1))
+
+    gate = Gate(answer, open_for=calibration_pairs + 3)
+    with Endpoint(gate) as endpoint:
+        config = judge_config(tmp_path / "judge.yaml", endpoint.base_url)  # concurrency 2
+        command = [str(BIN / "releval"), "judge", "data/judgments/v4", "--parent", "data/judgments/v3", "--model"]
+        command += [str(config), "--queries", "queries.jsonl", "--corpus", "corpus.jsonl", "--pool", "pool.jsonl"]
+        process = subprocess.Popen(command, cwd=project, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            gate.wait_held(2)  # both workers are waiting: every answer sent before was recorded
+        finally:
+            process.kill()
+            process.wait()
+            gate.release()
+    first_run = gate.answered
+    assert len(first_run) == calibration_pairs + 3 and len(set(first_run)) == len(first_run)
+    assert not (set_dir / "manifest.yaml").exists()
+    assert sorted(p.name for p in set_dir.iterdir()) == ["calibration.json", model_judge.JOURNAL_NAME]
+    journal = [json.loads(line) for line in (set_dir / model_judge.JOURNAL_NAME).read_text().splitlines()]
+    assert len(journal) == len(first_run)
+
+    # Another judge (another model: another identity) reuses none of them.
+    with Endpoint(answer) as endpoint:
+        other = judge_config(tmp_path / "other.yaml", endpoint.base_url, model="other-model")
+        result = releval_judge(project, other, "--calibrate-only")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert len(endpoint.bodies) == calibration_pairs and "another identity" in result.stdout
+
+    # The same command again: only the pool pairs the first run never had answered are sent.
+    with Endpoint(answer) as endpoint:
+        config = judge_config(tmp_path / "judge.yaml", endpoint.base_url)
+        result = releval_judge(project, config)
+    assert result.returncode == 0, result.stdout + result.stderr
+    second_run = asked(endpoint)
+    assert len(second_run) == len(mini["pool"]) - 3 and len(set(second_run)) == len(second_run)
+    assert not set(second_run) & set(first_run)  # no pair asked twice
+    assert f"calibration: {calibration_pairs} of {calibration_pairs} answers taken from" in result.stdout
+    written, problems = jmod.validate_version(set_dir)
+    assert problems == [] and written is not None and written.manifest.rubric == "../RUBRIC.md"
+    identity = json.loads((set_dir / "judge.json").read_text())["annotator"]
+    labels = written.judgments.filter(pl.col("annotator") == identity)
+    assert sorted(zip(labels["query_id"], labels["doc_id"])) == sorted(mini["pool"])
+    assert not (set_dir / model_judge.JOURNAL_NAME).exists()
+
+
+@pytest.mark.slow
+def test_a_failure_after_grading_loses_no_answer(tmp_path, mini):
+    """Killed at the last step (just before the version's directory is renamed into place), a rerun
+    sends no request at all and writes the version."""
+    project = shipped_project(tmp_path, mini)
+    grade_of = reference_answers(mini)
+    with Endpoint(lambda body: (200, str(grade_of.get(user_fields(body), 1)))) as endpoint:
+        config = judge_config(tmp_path / "judge.yaml", endpoint.base_url)
+        killed = releval_judge(project, config, env={"RELEVAL_FAULT": "before-rename@data/judgments/v4"})
+        assert killed.returncode == -9 and len(endpoint.bodies) == reference_of(mini).height + len(mini["pool"])
+        assert not (project / "data/judgments/v4/manifest.yaml").exists()
+        endpoint.bodies.clear()
+        result = releval_judge(project, config)
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert endpoint.bodies == []
+    written, problems = jmod.validate_version(project / "data" / "judgments" / "v4")
+    assert problems == [] and written is not None
+
+
+# --------------------------------------------------------------------------- secrets
+
+
+def files_holding(root: Path, secrets: list[str]) -> list[str]:
+    """The files under ``root`` whose bytes hold one of ``secrets``."""
+    found = []
+    for path in sorted(root.rglob("*")):
+        if path.is_file():
+            data = path.read_bytes()
+            found += [f"{path.relative_to(root)}: {s}" for s in secrets if s.encode() in data]
+    return found
+
+
+KEY = "sk-test-7f3a9c1e5b2d4f60a8e1c3b5d7f9a2c4"  # a key no other file holds
+
+
+@pytest.mark.slow
+def test_a_401_echoing_the_key_stops_the_judge_and_the_key_is_written_and_printed_nowhere(tmp_path, mini):
+    """Seam 13a: an endpoint refusing the key, and echoing it in the body, is told once (one line
+    naming the URL) after a few requests, not once per pair; the key is in no file and no output."""
+    project = shipped_project(tmp_path, mini)
+
+    def refuse(body):
+        return 401, f"Incorrect API key provided: {body['authorization'].removeprefix('Bearer ')}."
+
+    with Endpoint(refuse) as endpoint:
+        config = judge_config(tmp_path / "judge.yaml", endpoint.base_url)
+        config.write_text(config.read_text() + "api_key_env: RELEVAL_TEST_KEY\n")
+        result = releval_judge(project, config, env={"RELEVAL_TEST_KEY": KEY})
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert KEY not in result.stdout + result.stderr
+    assert files_holding(project, [KEY]) == []
+    assert all(body["messages"] for body in endpoint.bodies)
+    assert STOP_AFTER <= len(endpoint.bodies) < STOP_AFTER + 2  # two workers: at most one more in flight
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert (
+        len(errors) == 1 and result.stderr.count("Incorrect API key") == 1 and "Incorrect API key" not in result.stdout
+    )
+    assert f"{endpoint.base_url}/chat/completions refused {STOP_AFTER} requests in a row with HTTP 401" in errors[0]
+    assert "field 'api_key_env'" in errors[0] and "RELEVAL_TEST_KEY" in errors[0] and "***" in errors[0]
+    assert not (project / "data" / "judgments" / "v4").exists()  # nothing was answered: nothing to keep
+
+
+@pytest.mark.slow
+def test_userinfo_in_base_url_is_sent_as_basic_auth_and_redacted_from_every_record(tmp_path, mini):
+    """A ``user:password@`` in base_url authenticates (HTTP basic) and is in no file and no output,
+    nor the key an endpoint echoes in an answer or an error body of a version that is written."""
+    project = shipped_project(tmp_path, mini)
+    grade_of = reference_answers(mini)
+    password = "pw-0d9e8c7b6a5f4e3d"
+    token = base64.b64encode(f"judge:{password}".encode()).decode()
+    pool_pair = mini["pool"]
+
+    def answer(body):
+        if body["authorization"] != f"Basic {token}":
+            return 401, "no"
+        grade = grade_of.get(user_fields(body))
+        if grade is not None:
+            return 200, str(grade)
+        # Pool pairs: two of them fail, echoing the credentials (and the URL with them) back.
+        query, title = user_fields(body)
+        if title == titles[pool_pair[0][1]] and query == queries[pool_pair[0][0]]:
+            return 200, f"I am not sure ({body['authorization']}, judge:{password})"
+        if title == titles[pool_pair[1][1]] and query == queries[pool_pair[1][0]]:
+            return 400, f"bad request from http://judge:{password}@127.0.0.1/v1 with {body['authorization']}"
+        return 200, "1"
+
+    titles = {json.loads(line)["_id"]: json.loads(line).get("title", "") for line in open(project / "corpus.jsonl")}
+    queries = {json.loads(line)["query_id"]: json.loads(line)["text"] for line in open(project / "queries.jsonl")}
+    with Endpoint(answer) as endpoint:
+        url = endpoint.base_url.replace("http://", f"http://judge:{password}@")
+        config = judge_config(tmp_path / "judge.yaml", url)
+        result = releval_judge(project, config)
+    assert result.returncode == 0, result.stdout + result.stderr
+    secrets = [password, token, f"judge:{password}"]
+    assert [s for s in secrets if s in result.stdout + result.stderr] == []
+    assert files_holding(project, secrets) == []
+    set_dir = project / "data" / "judgments" / "v4"
+    judge = json.loads((set_dir / "judge.json").read_text())
+    assert judge["config"]["base_url"] == endpoint.base_url  # without the userinfo
+    errors = sorted(failure["error"] for failure in judge["failures"])
+    assert len(errors) == 2 and all("***" in error for error in errors)
+    assert "http://***@127.0.0.1/v1" in errors[0] and "unparseable" in errors[1]
+    notes = [json.loads(line)["notes"] for line in (set_dir / "model_grades.jsonl").read_text().splitlines()]
+    assert sorted(n for n in notes if n) == errors
+
+
+def test_an_error_names_the_url_without_userinfo_and_no_half_key_survives_the_cut(tmp_path):
+    key = "k" * 10 + "SECRET" + "k" * 10
+    with Endpoint(lambda body: (403, "x" * 290 + body["authorization"])) as endpoint:
+        client = ChatClient(endpoint.base_url.replace("http://", "http://u:p4ss@"), "m", api_key=key, retries=0)
+        with pytest.raises(JudgeEndpointError) as caught:
+            client.complete([{"role": "user", "content": "x"}])
+    message = str(caught.value)
+    assert caught.value.status == 403 and message.startswith(f"{endpoint.base_url}/chat/completions: HTTP 403")
+    assert "SECRET" not in message and "kkkkk" not in message and "p4ss" not in message

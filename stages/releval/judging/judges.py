@@ -11,6 +11,11 @@
 A judge's annotator id is ``model:<name>@<12 hex>`` (:func:`annotator_identity`): sha256 of its
 prompt template and of the config fields that change a grade, so that another model, prompt,
 rubric, temperature, seed or threshold is another annotator.
+
+An endpoint that refuses the judge (HTTP 401, 403 or 404: a key, a permission or a URL that no retry
+mends) :data:`STOP_AFTER` times in a row stops the judge: no further request is sent, and one error
+line names the URL (without userinfo) and the status. Every error and answer is redacted of the key
+and of ``base_url``'s userinfo by the client (:meth:`releval.judging.judge_client.ChatClient.redact`).
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ import json
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from releval.errors import InputError
 
@@ -30,6 +35,9 @@ if TYPE_CHECKING:
 
 MODEL_PREFIX = "model:"
 KINDS = ("openai", "similarity")
+# Refusals that no retry mends: this many in a row stop the judge (one error, no more requests).
+STOP_STATUSES = {401: "api_key_env", 403: "api_key_env", 404: "base_url"}  # status -> the config key to check
+STOP_AFTER = 5
 
 SYSTEM_TEMPLATE = """You are a relevance judge. Grade how useful one document is to the person who typed one \
 search query, following this rubric exactly.
@@ -140,8 +148,13 @@ def _check_config(config: OpenAIJudgeConfig | SimilarityJudgeConfig, source: str
         value = getattr(config, key)
         if not isinstance(value, str) or not value.strip():
             raise bad(key, f"expected a non-empty string, found {value!r}")
+    from releval.judging.judge_client import url_secrets, without_userinfo
+
     if not re.match(r"https?://", config.base_url):
-        raise bad("base_url", f"expected an http(s) URL such as http://127.0.0.1:8000/v1, found {config.base_url!r}")
+        shown = without_userinfo(config.base_url)
+        raise bad("base_url", f"expected an http(s) URL such as http://127.0.0.1:8000/v1, found {shown!r}")
+    if url_secrets(config.base_url) and config.api_key_env:
+        raise bad("base_url", "holds a user:password and api_key_env names a key: authenticate one way")
     if config.temperature != 0:
         raise bad("temperature", f"a judge grades at temperature 0 (reproducible labels), found {config.temperature}")
     if config.api_key_env is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", str(config.api_key_env)):
@@ -225,6 +238,7 @@ class Verdict:
     grade: int | None  # None: a failure
     answer: str  # the raw answer (similarity: the cosine)
     error: str = ""  # why there is no grade
+    answered: bool = True  # False: no answer came (the endpoint failed): asking again may give one
 
 
 @dataclass
@@ -234,6 +248,7 @@ class OpenAIJudge:
     scale: tuple[int, ...]
     kind: str = "openai"
     client: Any = None
+    source: str = "<judge config>"  # the config file, named by errors
 
     def __post_init__(self) -> None:
         import os
@@ -273,6 +288,10 @@ class OpenAIJudge:
         return annotator_identity(self.name, self.template, self.grading_config())
 
     def grade_one(self, pair: PairText) -> Verdict:
+        return self._ask(pair)[0]
+
+    def _ask(self, pair: PairText) -> tuple[Verdict, int | None]:
+        """(verdict, the HTTP status of a refused request or None)."""
         from releval.judging.judge_client import JudgeEndpointError
 
         messages = build_messages(self.rubric, self.scale, pair, self.config.max_document_chars)
@@ -281,21 +300,89 @@ class OpenAIJudge:
                 messages, temperature=self.config.temperature, seed=self.config.seed, max_tokens=self.config.max_tokens
             )
         except JudgeEndpointError as exc:
-            return Verdict(None, "", f"endpoint: {exc}")
+            return Verdict(None, "", f"endpoint: {exc}", answered=False), exc.status
         grade = parse_grade(answer, self.scale)
-        return Verdict(grade, answer, "" if grade is not None else f"unparseable answer {answer[:200]!r}")
+        return Verdict(grade, answer, "" if grade is not None else f"unparseable answer {answer[:200]!r}"), None
 
-    def grade(self, pairs: Sequence[PairText], desc: str | None = None) -> list[Verdict]:
+    def grade(
+        self, pairs: Sequence[PairText], desc: str | None = None, on_verdict: Callable | None = None
+    ) -> list[Verdict]:
+        """Every pair's verdict, in order; ``on_verdict(pair, verdict)`` is called as each arrives (from
+        the worker threads). :data:`STOP_AFTER` refusals in a row (:data:`STOP_STATUSES`) stop the
+        judge: the pairs not yet asked are not sent, and an InputError names the URL and the status."""
         from concurrent.futures import ThreadPoolExecutor
 
         from releval.progress import progress
 
+        streak = _RefusalStreak()
+        broken: list[BaseException] = []  # set: the pairs not yet sent are not sent (an error, Ctrl-C)
+
+        def one(pair: PairText) -> Verdict:
+            if streak.stopped or broken:
+                return Verdict(None, "", "not asked: the judge stopped", answered=False)
+            verdict, status = self._ask(pair)
+            streak.add(status, verdict.error)
+            if on_verdict is not None:
+                try:
+                    on_verdict(pair, verdict)
+                except BaseException as exc:  # an answer that cannot be kept: stop paying for more
+                    broken.append(exc)
+                    raise
+            return verdict
+
         with ThreadPoolExecutor(max_workers=int(self.config.concurrency)) as pool:
-            return list(progress(pool.map(self.grade_one, pairs), desc, total=len(pairs), unit="pairs"))
+            try:
+                verdicts = list(progress(pool.map(one, pairs), desc, total=len(pairs), unit="pairs"))
+            except BaseException as exc:
+                broken.append(exc)
+                raise
+        if streak.stopped:
+            status, first = streak.stopped
+            key = STOP_STATUSES[status]
+            if key == "base_url":
+                check = "base_url and model"
+            elif self.config.api_key_env:
+                check = f"the key in the environment variable {self.config.api_key_env} (api_key_env)"
+            else:
+                check = "api_key_env (no key was sent)"
+            raise InputError(
+                f"{self.client.url} refused {STOP_AFTER} requests in a row with HTTP {status}; stopped, as no "
+                f"retry mends that: check {check} (the first refusal: {' '.join(first.split())[:300]})",
+                file=self.source,
+                field=key,
+            )
+        return verdicts
 
     def describe(self) -> dict[str, Any]:
+        from releval.judging.judge_client import without_userinfo
+
         safe = {k: v for k, v in asdict(self.config).items()}
+        safe["base_url"] = without_userinfo(self.config.base_url)  # judge.json is committed: no password in it
         return {"kind": self.kind, "config": safe, "prompt_template": self.template}
+
+
+class _RefusalStreak:
+    """Consecutive refusals of one status (thread-safe); ``stopped`` = (status, first error) at :data:`STOP_AFTER`."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self._lock = threading.Lock()
+        self.status: int | None = None
+        self.count = 0
+        self.first = ""
+        self.stopped: tuple[int, str] | None = None
+
+    def add(self, status: int | None, error: str) -> None:
+        with self._lock:
+            if status not in STOP_STATUSES:
+                self.status, self.count = None, 0
+                return
+            if status != self.status:
+                self.status, self.count, self.first = status, 0, error
+            self.count += 1
+            if self.count >= STOP_AFTER and self.stopped is None:
+                self.stopped = (status, self.first.removeprefix("endpoint: "))
 
 
 @dataclass
@@ -355,14 +442,18 @@ class SimilarityJudge:
         docs = self.vectors(doc_texts, "document")
         return np.array([float(queries[p.query] @ docs[d]) for p, d in zip(pairs, doc_texts)], dtype=np.float64)
 
-    def grade(self, pairs: Sequence[PairText], desc: str | None = None) -> list[Verdict]:
+    def grade(
+        self, pairs: Sequence[PairText], desc: str | None = None, on_verdict: Callable | None = None
+    ) -> list[Verdict]:
         if not pairs:
             return []
         grades = sorted(self.scale)
         verdicts = []
-        for cosine in self.cosines(pairs):
+        for pair, cosine in zip(pairs, self.cosines(pairs)):
             reached = sum(1 for t in self.config.thresholds if cosine >= t)
             verdicts.append(Verdict(grades[reached], f"cosine {cosine:.6f}"))
+            if on_verdict is not None:
+                on_verdict(pair, verdicts[-1])
         return verdicts
 
     def describe(self) -> dict[str, Any]:
@@ -429,5 +520,5 @@ def load_judge(path: Path, judgment_set: "JudgmentSet") -> OpenAIJudge | Similar
         assert isinstance(config, SimilarityJudgeConfig)
         return SimilarityJudge(config, scale, str(path))
     assert isinstance(config, OpenAIJudgeConfig)
-    rubric_path = judgment_set.path / judgment_set.manifest.rubric
-    return OpenAIJudge(config, rubric_path.read_text(encoding="utf-8"), scale)
+    rubric_path = judgment_set.path / judgment_set.manifest.rubric  # confined to the set's folders (read_manifest)
+    return OpenAIJudge(config, rubric_path.read_text(encoding="utf-8"), scale, source=str(path))

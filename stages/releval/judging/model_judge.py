@@ -43,6 +43,17 @@ calibration figures, the failures, the human-only queries) and ``model_grades.js
 pool as imported; failed pairs with an empty grade and the raw answer in ``notes``). The manifest's
 description names the judge and its kappa.
 
+The rubric. The new version refers to the parent's rubric by the same path when that path names
+the same rubric from SET_DIR (the shipped layout: ``rubric: ../RUBRIC.md``, beside the versions);
+otherwise the rubric the judge was prompted with is copied into SET_DIR.
+
+No answer is lost. Every answer (calibration and grading; a grade or an unparseable answer, not an
+endpoint failure) is appended to ``SET_DIR/model_grades.partial.jsonl`` as it arrives, with the
+judge's identity and a hash of the pair's texts. A rerun of the same command, after any failure or
+a kill, takes the answers recorded there by the same judge identity for the same texts and sends no
+request for them; answers of another identity are left unused. The file goes when the version is
+written (its answers are then in calibration.json and model_grades.jsonl).
+
 The human-only slice (:func:`human_only_queries`): the queries whose labels are all human. It is
 computed from the labels, so it holds in every later version; reports can score on it alone.
 """
@@ -50,9 +61,11 @@ computed from the labels, so it holds in every later version; reports can score 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import json
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
@@ -77,7 +90,8 @@ if TYPE_CHECKING:  # the heavy modules are imported where they are used: the CLI
 CALIBRATION_NAME = "calibration.json"
 JUDGE_NAME = "judge.json"
 GRADES_NAME = "model_grades.jsonl"
-ARTIFACTS = (CALIBRATION_NAME, JUDGE_NAME, GRADES_NAME)
+JOURNAL_NAME = "model_grades.partial.jsonl"  # every answer as it arrives, until the version is written
+ARTIFACTS = (CALIBRATION_NAME, JUDGE_NAME, GRADES_NAME, JOURNAL_NAME)
 REFERENCE_RULE = (
     "the aggregate of the human annotators' grades of the pair (releval.judging.judgments.aggregate: the "
     "lower median, the grade the qrels score with; with an adjudicator, the adjudicated middle grade)"
@@ -139,13 +153,17 @@ def run(args: argparse.Namespace) -> int:
             field="annotator",
         )
     _check_judge_identities(parent, judge.identity)
+    journal = AnswerJournal(set_dir / JOURNAL_NAME, judge.identity, judge.scale)
+    if journal.note():
+        print(journal.note())
     print(f"judge: {judge.identity} ({judge.kind}); calibrating against the double-judged pairs of {parent.version}")
-    calibration = calibrate(judge, parent, texts, args.min_kappa, args.max_failure_rate)
+    calibration = calibrate(judge, parent, texts, args.min_kappa, args.max_failure_rate, journal=journal)
     set_dir.mkdir(parents=True, exist_ok=True)
     _write_json(set_dir / CALIBRATION_NAME, calibration.to_dict())
     sys.stdout.write(calibration.render())
     if not calibration.accepted:
-        print(f"REFUSED: {calibration.reason}; only {set_dir / CALIBRATION_NAME} was written")
+        kept = f", with the answers in {journal.path} (a rerun reuses them)" if journal.path.exists() else ""
+        print(f"REFUSED: {calibration.reason}; only {set_dir / CALIBRATION_NAME} was written{kept}")
         return 1
     print(f"accepted: {calibration.reason} -> {set_dir / CALIBRATION_NAME}")
     if args.calibrate_only:
@@ -154,7 +172,9 @@ def run(args: argparse.Namespace) -> int:
     if not pairs:
         print(f"no unjudged pairs in {pool_source}: nothing to grade; only {set_dir / CALIBRATION_NAME} was written")
         return 0
-    written = grade_into_version(judge, pairs, pool_source, parent, set_dir, calibration, texts, args.date)
+    written = grade_into_version(
+        judge, pairs, pool_source, parent, set_dir, calibration, texts, args.date, journal=journal
+    )
     print(written.summary())
     return 0 if written.added else 1
 
@@ -440,8 +460,10 @@ def calibrate(
     texts: TextSource,
     min_kappa: float = 0.6,
     max_failure_rate: float = 0.05,
+    journal: "AnswerJournal | None" = None,
 ) -> Calibration:
-    """Grade the set's double-judged pairs with the judge and measure it against the human reference."""
+    """Grade the set's double-judged pairs with the judge and measure it against the human reference
+    (answers recorded in ``journal`` are reused, new ones recorded there)."""
     import polars as pl
 
     from releval.judging import judgments as jmod
@@ -457,7 +479,7 @@ def calibrate(
     scale = tuple(sorted(judgment_set.manifest.scale))
     reference = jmod.aggregate(human)
     keys = list(zip(reference["query_id"].to_list(), reference["doc_id"].to_list()))
-    verdicts = judge.grade(texts.pairs(keys), desc="calibration")
+    verdicts = grade_pairs(judge, texts.pairs(keys), journal, "calibration")
     pairs = [
         {"query_id": q, "doc_id": d, "reference": int(g), "model": v.grade, "answer": v.answer, "error": v.error}
         for (q, d), g, v in zip(keys, reference["grade"].to_list(), verdicts)
@@ -579,10 +601,13 @@ def grade_into_version(
     calibration: Calibration,
     texts: TextSource,
     date: str | None = None,
+    journal: "AnswerJournal | None" = None,
 ) -> Written:
     """Grade ``keys`` and write SET_DIR: the parent plus the judge's grades (imported as ``releval pool
-    --import`` imports), with calibration.json, judge.json and model_grades.jsonl; atomically."""
-    import dataclasses
+    --import`` imports), with calibration.json, judge.json and model_grades.jsonl; atomically. The
+    import is staged beside SET_DIR from a copy of the parent whose rubric is a file of the set, so
+    that it validates wherever the parent's rubric lives; the version then keeps the parent's rubric
+    path when it names the same rubric from SET_DIR (:func:`version_rubric`)."""
     import shutil
     import tempfile
 
@@ -592,7 +617,7 @@ def grade_into_version(
     from releval.judging.pool import import_filled_pool, write_pool
 
     pairs = texts.pairs(keys)
-    verdicts = judge.grade(pairs, desc="judge")
+    verdicts = grade_pairs(judge, pairs, journal, "judge")
     rows = filled_pool_rows(judge.identity, pairs, verdicts)
     failures = [row for row in rows if row["grade"] is None]
     if len(failures) == len(rows):
@@ -601,15 +626,17 @@ def grade_into_version(
             file=pool_source,
             field="grade",
         )
+    set_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".releval-judge-{set_dir.name}.", dir=set_dir.parent))
     try:
         filled = staging / GRADES_NAME
         write_pool(filled, pl.DataFrame(rows, schema=_pool_schema()))
+        staged_parent, copied_rubric = _stage_parent(parent, staging / "parent")
         imported = import_filled_pool(
             filled,
-            staging / set_dir.name,
+            staging / "new" / set_dir.name,
             annotator=judge.identity,
-            parent=parent.path,
+            parent=staged_parent,
             date=date,
             queries=texts.queries,
             queries_format=texts.queries_format,
@@ -636,9 +663,10 @@ def grade_into_version(
             f"{calibration.weighted_kappa:.4f} against the human reference (calibration.json, judge.json); "
             f"{len(human_only)} queries keep human-only labels"
         )
-        manifest = dataclasses.replace(staged.manifest, description=description)
+        rubric, files = version_rubric(parent, set_dir, jmod.set_files(staged.path), copied_rubric)
+        manifest = dataclasses.replace(staged.manifest, description=description, rubric=rubric)
         files = {
-            **jmod.set_files(staged.path),
+            **files,
             CALIBRATION_NAME: (json.dumps(calibration.to_dict(), indent=2, ensure_ascii=False) + "\n").encode("utf-8"),
             JUDGE_NAME: (json.dumps(judge_doc, indent=2, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8"),
             GRADES_NAME: filled.read_bytes(),
@@ -657,3 +685,161 @@ def _pool_schema() -> dict[str, Any]:
     from releval.judging.pool import POOL_COLUMNS
 
     return {name: (pl.Int64 if name == "grade" else pl.Utf8) for name in POOL_COLUMNS}
+
+
+# --------------------------------------------------------------------------- the rubric of the new version
+
+
+def _stage_parent(parent: "JudgmentSet", into: Path) -> tuple[Path, str | None]:
+    """A copy of the parent version in ``into``/<version> whose rubric is a file of the set (copied
+    in when the parent's lies beside it, as ``../RUBRIC.md`` does), so that a version staged from it
+    validates in any folder. Returns (its directory, the name the rubric was copied under or None)."""
+    from releval.judging import judgments as jmod
+
+    files = jmod.set_files(parent.path)
+    manifest = parent.manifest
+    rubric = (parent.path / manifest.rubric).resolve()
+    relative = (
+        rubric.relative_to(parent.path.resolve()).as_posix() if rubric.is_relative_to(parent.path.resolve()) else None
+    )
+    copied = None
+    if relative is None or relative not in files:
+        copied = _free_name(Path(manifest.rubric).name, files)
+        files[copied] = rubric.read_bytes()
+        manifest = dataclasses.replace(manifest, rubric=copied)
+    directory = into / parent.path.name
+    jmod.write_version(directory, manifest, (parent.path / jmod.JUDGMENTS_NAME).read_bytes(), files)
+    return directory, copied
+
+
+def version_rubric(
+    parent: "JudgmentSet", set_dir: Path, files: dict[str, bytes], copied: str | None
+) -> tuple[str, dict[str, bytes]]:
+    """(the new version's ``rubric``, its files): the parent's rubric path when, from ``set_dir``, it
+    names a rubric of the same bytes inside the set's folders (the shipped ``../RUBRIC.md``); else
+    the copy ``copied`` that :func:`_stage_parent` made (or the set's own file, kept by set_files)."""
+    from releval.judging import judgments as jmod
+
+    reference = parent.manifest.rubric
+    if copied is None:
+        return reference, files  # the rubric is a file of the set: it travels with the set's files
+    there = set_dir / reference
+    if jmod.rubric_problem(set_dir, reference) is None and there.read_bytes() == files[copied]:
+        return reference, {name: data for name, data in files.items() if name != copied}
+    return copied, files
+
+
+def _free_name(name: str, files: dict[str, bytes]) -> str:
+    from releval.judging import judgments as jmod
+
+    reserved = {jmod.JUDGMENTS_NAME, jmod.MANIFEST_NAME, *ARTIFACTS}
+    for candidate in (name, jmod.RUBRIC_NAME, "rubric.md"):
+        if candidate and not candidate.startswith(".") and candidate not in reserved and candidate not in files:
+            return candidate
+    number = 2
+    while f"rubric-{number}.md" in files:
+        number += 1
+    return f"rubric-{number}.md"
+
+
+# --------------------------------------------------------------------------- answers kept as they arrive
+
+
+def pair_text_sha256(pair: PairText) -> str:
+    """What an answer was given to: the query's and the document's texts (an edited page is asked again)."""
+    return canonical_sha256([pair.query, pair.title, pair.text])
+
+
+class AnswerJournal:
+    """``model_grades.partial.jsonl``: one line per answer, appended and flushed as it arrives (from
+    the judge's worker threads), so that a failure or a kill loses no answer an endpoint was paid
+    for. Lines name the judge identity and the pair's text hash; only the lines of this identity, on
+    this scale, for the same texts are reused. A line cut by a kill is dropped when the file is read."""
+
+    def __init__(self, path: Path, identity: str, scale: Sequence[int]) -> None:
+        self.path = path
+        self.identity = identity
+        self._lock = threading.Lock()
+        self._answers: dict[tuple[str, str, str], Verdict] = {}
+        self.others: dict[str, int] = {}
+        self._read(set(scale))
+
+    def _read(self, scale: set[int]) -> None:
+        if not self.path.is_file():
+            return
+        data = self.path.read_bytes()
+        complete = data[: data.rfind(b"\n") + 1]
+        if len(complete) < len(data):  # a line cut by a kill: it held no answer that was recorded
+            with open(self.path, "r+b") as fh:
+                fh.truncate(len(complete))
+        for raw in complete.splitlines():
+            try:
+                row = json.loads(raw)
+                key = (str(row["query_id"]), str(row["doc_id"]), str(row["text_sha256"]))
+                annotator, grade = row["annotator"], row["grade"]
+                verdict = Verdict(grade, str(row["answer"]), str(row["error"]))
+            except (ValueError, KeyError, TypeError):
+                continue  # not a line this code wrote: never trusted as an answer
+            if annotator != self.identity:
+                self.others[annotator] = self.others.get(annotator, 0) + 1
+            elif grade is None or (isinstance(grade, int) and not isinstance(grade, bool) and grade in scale):
+                self._answers[key] = verdict
+
+    def __len__(self) -> int:
+        return len(self._answers)
+
+    def note(self) -> str:
+        """A line on what the file holds, or ""."""
+        parts = []
+        if self._answers:
+            parts.append(f"{len(self._answers)} answers of {self.identity} recorded in {self.path} are reused")
+        if self.others:
+            names = ", ".join(f"{n} ({c})" for n, c in sorted(self.others.items()))
+            parts.append(f"the answers of other judges there are not ({names}: another identity)")
+        return "resuming: " + "; ".join(parts) if parts else ""
+
+    def get(self, pair: PairText) -> Verdict | None:
+        return self._answers.get((pair.query_id, pair.doc_id, pair_text_sha256(pair)))
+
+    def record(self, pair: PairText, verdict: Verdict) -> None:
+        """Append an answer (an endpoint failure is no answer: it is asked again next time)."""
+        if not verdict.answered:
+            return
+        key = (pair.query_id, pair.doc_id, pair_text_sha256(pair))
+        row = {
+            "annotator": self.identity,
+            "query_id": key[0],
+            "doc_id": key[1],
+            "text_sha256": key[2],
+            "grade": verdict.grade,
+            "answer": verdict.answer,
+            "error": verdict.error,
+        }
+        line = (json.dumps(row) + "\n").encode("ascii")
+        with self._lock:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                with open(self.path, "ab") as fh:
+                    fh.write(line)
+                    fh.flush()
+            except OSError as exc:
+                raise InputError(
+                    f"cannot keep the judge's answers ({exc.strerror or exc}); stopped before asking for more",
+                    file=str(self.path),
+                ) from None
+            self._answers[key] = verdict
+
+
+def grade_pairs(
+    judge: OpenAIJudge | SimilarityJudge, pairs: Sequence[PairText], journal: AnswerJournal | None, desc: str
+) -> list[Verdict]:
+    """The judge's verdicts on ``pairs``, in order: those ``journal`` holds without asking, the others
+    asked and recorded there as they arrive."""
+    if journal is None:
+        return judge.grade(pairs, desc=desc)
+    known = [journal.get(pair) for pair in pairs]
+    todo = [pair for pair, verdict in zip(pairs, known) if verdict is None]
+    if len(todo) < len(pairs):
+        print(f"{desc}: {len(pairs) - len(todo)} of {len(pairs)} answers taken from {journal.path}")
+    fresh = iter(judge.grade(todo, desc=desc, on_verdict=journal.record) if todo else [])
+    return [verdict if verdict is not None else next(fresh) for verdict in known]
