@@ -16,6 +16,7 @@ Before (main at 5b0cdf8):
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import os
 import resource
@@ -29,6 +30,7 @@ import pytest
 import yaml
 
 from releval.cli import main as releval_main
+from releval.errors import InputError
 from releval.judging.judgments import Manifest
 from support import BIN, ROOT
 
@@ -179,6 +181,28 @@ def test_json_no_reader_could_take_is_one_line_in_releval_validate(tmp_path, cap
     assert len(out) == 1 and out[0].startswith(f"{directory / 'judgments.jsonl'}:2: field '{field}': "), out
     assert says in out[0]
     out[0].encode("utf-8")  # printable: the surrogate is shown as its escape
+
+
+def test_the_nesting_bound_is_100_levels_wherever_the_reader_is_called():
+    """100 levels are read and 101 refused, whatever the depth of the caller's stack; 100,000 too (json.loads's own
+    RecursionError is caught), also when little stack is left."""
+    from releval.inputs.schemas import parse_json_line
+
+    def nested(levels: int) -> str:
+        return '{"a": ' + "[" * (levels - 1) + "]" * (levels - 1) + "}"
+
+    assert parse_json_line(nested(100), "f", 1)["a"]
+    for levels in (101, 100_000):
+        with pytest.raises(InputError, match="nested more than 100 deep"):
+            parse_json_line(nested(levels), "f", 1)
+
+    def deep_stack(frames: int) -> None:
+        if frames:
+            return deep_stack(frames - 1)
+        with pytest.raises(InputError, match="nested more than 100 deep"):
+            parse_json_line(nested(100_000), "f", 1)
+
+    deep_stack(sys.getrecursionlimit() - len(inspect.stack(0)) - 50)  # 50 frames left to read the line
 
 
 def test_a_surrogate_pair_is_one_character_and_accepted(tmp_path, capsys):

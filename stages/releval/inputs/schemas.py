@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
@@ -126,7 +125,6 @@ MAX_JSON_DEPTH = 100
 ``slices`` is the deepest value: depth 2); without a bound, json.loads of ``[[[...]]]`` 100,000 deep
 raises RecursionError, a traceback instead of a line naming the file."""
 
-_JSON_STRUCTURE = re.compile(r'\\.|["\[\]{}]')  # an escape (skipped whole), a quote or a bracket
 _INT64 = range(-(2**63), 2**63)
 
 
@@ -141,13 +139,6 @@ def parse_json_line(text: str, file: str, line: int, *, checked: Iterable[str] |
     object). ``checked``: the only top-level keys searched for surrogates (a reader that ignores the
     other keys, such as a corpus's ``metadata``, does not refuse them); None: every key.
     """
-    if text.count("[") + text.count("{") > MAX_JSON_DEPTH and _json_depth(text) > MAX_JSON_DEPTH:
-        raise InputError(
-            f"malformed JSON: arrays or objects nested more than {MAX_JSON_DEPTH} deep",
-            file=file,
-            line=line,
-            field="json",
-        )
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -158,8 +149,11 @@ def parse_json_line(text: str, file: str, line: int, *, checked: Iterable[str] |
         raise InputError(
             f"malformed JSON: a number too long to read ({exc})", file=file, line=line, field="json"
         ) from None
-    except RecursionError:  # only when called with the stack already deep: the bound above comes first
-        raise InputError("malformed JSON: nested too deeply to read", file=file, line=line, field="json") from None
+    except RecursionError:  # json.loads recurses once per level: [[[...]]] 100,000 deep
+        raise _too_deep(file, line) from None
+    # Only a line with that many brackets (in strings or not) can nest that deep: the walk is rare.
+    if text.count("[") + text.count("{") > MAX_JSON_DEPTH and _json_depth(value) > MAX_JSON_DEPTH:
+        raise _too_deep(file, line)
     if "\\u" in text:  # a surrogate can only come from an escape; strict UTF-8 decoding refused raw ones
         where = value.items() if isinstance(value, dict) else [("json", value)]
         for key, item in where:
@@ -174,24 +168,22 @@ def parse_json_line(text: str, file: str, line: int, *, checked: Iterable[str] |
     return value
 
 
-def _json_depth(text: str) -> int:
-    """How deep arrays and objects nest in a JSON text (brackets inside strings do not count); stops
-    counting past :data:`MAX_JSON_DEPTH`."""
-    depth = deepest = 0
-    in_string = False
-    for match in _JSON_STRUCTURE.finditer(text):
-        token = match.group()
-        if token == '"':
-            in_string = not in_string
-        elif in_string or token[0] == "\\":
-            continue
-        elif token in "[{":
-            depth += 1
+def _too_deep(file: str, line: int) -> InputError:
+    message = f"malformed JSON: arrays or objects nested more than {MAX_JSON_DEPTH} deep"
+    return InputError(message, file=file, line=line, field="json")
+
+
+def _json_depth(value: Any) -> int:
+    """How deep arrays and objects nest in a parsed JSON value (the value itself: 1 when it is one);
+    stops past :data:`MAX_JSON_DEPTH`. Iterative: it must not recurse where json.loads could."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
             if depth > MAX_JSON_DEPTH:
                 return depth
             deepest = max(deepest, depth)
-        else:
-            depth -= 1
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
     return deepest
 
 
