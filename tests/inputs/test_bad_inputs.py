@@ -311,6 +311,8 @@ test_one_line_errors.py::test_json_no_reader_could_take_is_one_line_in_releval_v
     FIXED (issue 27): judgments.jsonl with "\ud800" in notes / query_id / doc_id / a key: ERR naming that key
     (was UnicodeEncodeError); 100,000-deep notes or line: ERR 'json' "nested more than 100 deep" (was
     RecursionError); a 5,000-digit grade: ERR 'json' "a number too long to read" (was ValueError)
+test_one_line_errors.py::test_the_nesting_bound_is_100_levels_wherever_the_reader_is_called
+    100 levels OK; 101 and 100,000: ERR 'json', also with the caller's stack nearly spent
 test_one_line_errors.py::test_a_surrogate_pair_is_one_character_and_accepted
     "\ud83d\ude00" in notes: OK (one character)
 test_one_line_errors.py::test_a_bad_filled_pool_row_is_one_line_in_pool_import_and_nothing_is_written [3]
@@ -402,11 +404,11 @@ test_score_cli.py::test_bad_options_exit_2 [5]
 
 --- Totals -------------------------------------------------------------------------------------------------------------
 This file: 46 test functions, 137 cases, all passing (8 bugs found by this catalogue were fixed).
-Other files: 119 test functions, 223 cases (test_corpus.py 45, test_one_line_errors.py 38, test_trec.py 37,
+Other files: 120 test functions, 224 cases (test_corpus.py 45, test_one_line_errors.py 39, test_trec.py 37,
 test_metrics.py 27, test_schemas.py 13, test_external_confinement.py 12, test_validate_cli.py 11, test_chunking.py 11,
 test_score_cli.py 8, test_models.py 7, test_pool.py 4, test_corpus_confinement.py 3, test_judgment_versions.py 3,
 test_titles.py 3, test_fusion_rerank.py 1).
-Catalogue: 165 test functions, 360 cases. Several existing cases check many
+Catalogue: 166 test functions, 361 cases. Several existing cases check many
 problems in one file (11 query problems, 12 judgment problems, 8 manifest problems).
 """
 
