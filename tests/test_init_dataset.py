@@ -184,10 +184,16 @@ def test_a_filled_pool_is_appended_to_the_empty_first_version(project, tmp_path,
     capsys.readouterr()
     assert main(["pool", "--import", str(filled), "--into", "data/mini/judgments/v1", "--annotator", "bo"]) == 0
     out = capsys.readouterr().out
-    assert "2 judgments added to v1 (1 ungraded rows skipped; ids checked against queries and corpus)" in out
+    assert (
+        "2 judgments added to v1 (1 ungraded rows skipped; ids checked against dataset 'mini', named by its "
+        "manifest: queries data/mini/queries.jsonl and corpus data/mini/corpus.jsonl)"
+    ) in out
     assert "IDCG@10 moved for 1 query" in out
     judgment_set = jmod.load_version("data/mini/judgments/v1")
     assert judgment_set.manifest.parent is None and judgment_set.manifest.annotators == ("a", "bo")
+    assert judgment_set.manifest.dataset == "mini"
+    # the scaffold's "empty until `releval pool --import` adds judgments" is gone once it is not true
+    assert judgment_set.manifest.description == "first judgment set of dataset mini"
     assert judgment_set.qrels().rows() == [("q1", "doc-a", 3), ("q1", "doc-b", 0)]
     # An unknown document is refused, naming the pool's line; nothing changes.
     before = snapshot(project)
@@ -215,6 +221,8 @@ def test_a_filled_pool_into_a_new_directory_without_parent_is_a_first_version(pr
                 "data/mini/judgments/first",
                 "--annotator",
                 "bo",
+                "--dataset",
+                "mini",
                 "--date",
                 "2026-12-02",
             ]
@@ -237,6 +245,8 @@ def test_a_filled_pool_into_a_new_directory_without_parent_is_a_first_version(pr
                 "data/mini/judgments/other",
                 "--annotator",
                 "bo",
+                "--dataset",
+                "mini",
                 "--rubric",
                 str(rubric),
                 "--scale",
@@ -251,7 +261,8 @@ def test_a_filled_pool_into_a_new_directory_without_parent_is_a_first_version(pr
     # No rubric anywhere: refused, naming both ways; nothing written.
     (project / "data" / "mini" / "judgments" / "RUBRIC.md").unlink()
     capsys.readouterr()
-    assert main(["pool", "--import", str(filled), "--into", "data/mini/judgments/third", "--annotator", "bo"]) == 1
+    third = ["--into", "data/mini/judgments/third", "--annotator", "bo", "--dataset", "mini"]
+    assert main(["pool", "--import", str(filled), *third]) == 1
     out = capsys.readouterr().out
     assert "field 'parent'" in out and "--rubric FILE" in out and "--parent SET_DIR" in out
     assert not (project / "data" / "mini" / "judgments" / "third").exists()
@@ -266,6 +277,8 @@ def test_a_filled_pool_into_a_new_directory_without_parent_is_a_first_version(pr
                 "data/mini/judgments/fourth",
                 "--annotator",
                 "bo",
+                "--dataset",
+                "mini",
                 "--rubric",
                 str(rubric),
             ]

@@ -14,6 +14,7 @@ import pytest
 from releval.cli import main
 from releval.judging.judgments import Manifest
 from support import ROOT
+from support.projects import declare_dataset
 
 PROBLEM = re.compile(r"^(?P<file>[^:]+):(?P<line>\d+): field '(?P<field>[^']+)': .+$")
 
@@ -44,25 +45,12 @@ def make_set(
     return directory
 
 
-def declare_dataset(project: Path, corpus: str = "data/corpus.jsonl.gz", corpus_format: str = "jsonl") -> Path:
-    """conf/dataset/mini.yaml: the dataset the sets' manifests name (``dataset: mini``)."""
-    path = project / "conf" / "dataset" / "mini.yaml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(
-        "name: mini\n"
-        f"corpus: {{path: {corpus}, format: {corpus_format}}}\n"
-        "queries: {path: data/queries.jsonl, format: releval}\n"
-        "subset: {docs: null, queries: null}\n"
-    )
-    return path
-
-
 @pytest.fixture
 def dataset(tmp_path: Path, monkeypatch) -> Path:
     """A project whose conf/ declares the dataset ``mini`` (data/queries.jsonl, data/corpus.jsonl.gz)
     with two judgment sets naming it; the working directory is the project. Returns its data/."""
     monkeypatch.chdir(tmp_path)
-    declare_dataset(tmp_path)
+    declare_dataset(tmp_path, "mini", "data/corpus.jsonl.gz", "data/queries.jsonl")
     root = Path("data")
     jsonl(
         root / "queries.jsonl",
@@ -272,7 +260,8 @@ def test_a_filled_pool_against_a_set(dataset, tmp_path, capsys):
     filled.write_text(filled.read_text().replace("d1,D1,s,3,dave", "d1,D1,s,2,dave"))
     code, out, _ = validate(capsys, filled, "--annotator", "dave", "--judgments", dataset / "judgments" / "v2")
     assert code == 0, out
-    assert out[0].endswith("(ids checked against dataset 'mini': queries data/queries.jsonl and corpus data/corpus.jsonl.gz)")
+    checked = "(ids checked against dataset 'mini': queries data/queries.jsonl and corpus data/corpus.jsonl.gz)"
+    assert out[0].endswith(checked)
     code, out, _ = validate(capsys, filled)
     assert code == 1 and out == [f"{filled}:4: field 'annotator': missing"]
 
@@ -312,7 +301,7 @@ def folder_corpus(root: Path, ids=("d1", "d2", "d3")) -> Path:
         path = root / "corpus" / f"{doc_id}.md"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(f"# {doc_id.upper()}\n\ntext of {doc_id}\n")
-    declare_dataset(Path.cwd(), corpus=(root / "corpus").as_posix(), corpus_format="folder")
+    declare_dataset(Path.cwd(), "mini", (root / "corpus").as_posix(), "data/queries.jsonl", corpus_format="folder")
     return root / "corpus"
 
 
@@ -363,7 +352,9 @@ def test_a_set_no_configuration_places_is_checked_structurally_and_says_so(datas
     v3 = make_set(dataset, "v3", [{"query_id": "q9", "doc_id": "d9", "grade": 1, "annotator": "alice"}], dataset="")
     code, out, _ = validate(capsys, v3)
     assert code == 0
-    assert out[0].endswith("(ids not checked: no dataset: neither its manifest (`dataset: NAME`) nor params.yaml's judgments name it)")
+    assert out[0].endswith(
+        "(ids not checked: no dataset: neither its manifest (`dataset: NAME`) nor params.yaml's judgments name it)"
+    )
 
 
 def test_every_bad_file_of_a_folder_corpus_is_printed(dataset, capsys):

@@ -16,6 +16,7 @@ from releval.retrieval import runs
 from releval.cli import main
 from releval.judging.pool import build_pool, read_filled_pool, snippet
 from releval.judging.judgments import Manifest, load_version
+from support.projects import declare_dataset
 
 DOCS = {
     "alpha": ("Alpha", "alpha text " * 40),
@@ -27,7 +28,11 @@ DOCS = {
 
 
 @pytest.fixture
-def dataset(tmp_path: Path) -> Path:
+def dataset(tmp_path: Path, monkeypatch) -> Path:
+    """data/ of a project (the working directory) whose conf/ declares the dataset ``pooled`` that the
+    judgment set v1 names."""
+    monkeypatch.chdir(tmp_path)
+    declare_dataset(tmp_path, "pooled", "data/corpus.jsonl.gz", "data/queries.jsonl")
     root = tmp_path / "data"
     (root / "judgments" / "v1").mkdir(parents=True)
     (root / "queries.jsonl").write_text(
@@ -49,6 +54,7 @@ def dataset(tmp_path: Path) -> Path:
         "RUBRIC.md",
         ("alice",),
         hashlib.sha256(data).hexdigest(),
+        dataset="pooled",
     )
     (root / "judgments" / "v1" / "manifest.yaml").write_text(manifest.to_yaml())
     # Run A (chunks): q1 ranks omega, gamma, gamma(again), alpha, beta; q2 ranks delta, alpha.

@@ -56,3 +56,24 @@ def output_bytes(project: Path, roots: tuple[str, ...] = ("data/work", "reports"
         for p in sorted((project / root).rglob("*"))
         if p.is_file() and ".releval-tmp-" not in p.name
     }
+
+
+def declare_dataset(
+    project: Path,
+    name: str,
+    corpus: str,
+    queries: str,
+    corpus_format: str = "jsonl",
+    queries_format: str = "releval",
+) -> Path:
+    """conf/dataset/<name>.yaml declaring a dataset (paths relative to ``project``): what a judgment
+    set's manifest (``dataset: NAME``) names, so commands check its ids against these files."""
+    path = project / paths.CONF / "dataset" / f"{name}.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        f"name: {name}\n"
+        f"corpus: {{path: {corpus}, format: {corpus_format}}}\n"
+        f"queries: {{path: {queries}, format: {queries_format}}}\n"
+        "subset: {docs: null, queries: null}\n"
+    )
+    return path

@@ -69,6 +69,7 @@ from releval.errors import InputError, InputErrors
 from releval.judging.pool import (
     Debt,
     grid_debt,
+    import_advice,
     import_filled_pool,
     judged_depth,
     low_judged_configs,
@@ -109,6 +110,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     imp.add_argument(
         "--scale", help="a first version's grades, e.g. '0=not relevant,1=partial,2=relevant' (default 0-3)"
+    )
+    imp.add_argument(
+        "--dataset",
+        metavar="NAME",
+        help="a new first version's dataset (a `name` of conf/dataset/*.yaml), whose queries and corpus the ids are "
+        "checked against (default: the active dataset of params.yaml; an existing set or --parent: the set's own)",
     )
     debt = parser.add_argument_group("the judging debt of the grid")
     debt.add_argument(
@@ -245,7 +252,7 @@ def _run_missing(args: argparse.Namespace) -> int:
         write_pool(out, result.pool)
         print(
             f"-> {out} (blind: sorted by query and document, no configuration, score or rank); once graded: "
-            f"releval pool --import {out} --into <new version dir> --parent {judgments_cfg['path']}"
+            f"{import_advice(judgments_cfg['path'], str(out))}"
         )
     return 0
 
@@ -294,7 +301,7 @@ def _summary(debt: Callable[[], Debt], depth: int, threshold: float, grid: dict,
     print(
         f"WARNING: {result.pool.height} distinct unjudged (query, document) pairs in the grid against "
         f"judgments {result.version}: export them blind with `releval pool --missing --out {out or 'debt.csv'}`, "
-        f"grade them, then `releval pool --import {out or 'debt.csv'} --into <new version dir> --parent {active}`"
+        f"grade them, then `{import_advice(active, str(out or 'debt.csv'))}`"
     )
     return 0
 
@@ -329,13 +336,14 @@ def _import(args: argparse.Namespace) -> int:
         corpus_format=args.corpus_format,
         rubric=args.rubric,
         scale=parse_scale(args.scale) if args.scale else None,
+        dataset=args.dataset,
     )
     moved = ""
     if result.idcg_moved is not None:
         moved = f"; IDCG@10 moved for {result.idcg_moved} quer{'y' if result.idcg_moved == 1 else 'ies'}"
     print(
         f"import: {result.added} judgments added to {result.judgment_set.version} ({result.ungraded} ungraded rows "
-        f"skipped; ids checked against {' and '.join(result.checked_against) or 'nothing: no queries or corpus found'})"
+        f"skipped; ids checked against {result.checked_against})"
         f"{moved}; manifest sealed with judgments_sha256 {result.judgment_set.manifest.judgments_sha256[:12]}…"
     )
     return 0

@@ -24,6 +24,7 @@ import yaml
 from releval import paths
 from releval.config import load_params
 from releval.errors import InputError
+from releval.inputs.corpus import corpus_format_of
 
 MANIFEST_NAME = "manifest.yaml"  # releval.judging.judgments.MANIFEST_NAME (that module imports this one)
 
@@ -180,9 +181,8 @@ def dataset_of_set(
             found = dataset_named(declared, params_path, conf_dir)
             if found is None:
                 names = ", ".join(sorted({d.name for d in known_datasets(params_path, conf_dir)})) or "none"
-                return SetDataset(
-                    None, f"{what} names dataset {declared!r}, which no configuration declares (known: {names})", declared
-                )
+                how = f"{what} names dataset {declared!r}, which no configuration declares (known: {names})"
+                return SetDataset(None, how, declared)
             return SetDataset(found, f"dataset {declared!r}, named by {what}", declared)
         active = active_dataset(params_path)
         if active is not None and active.judgment_set is not None and same_path(active.judgment_set, current):
@@ -193,4 +193,79 @@ def dataset_of_set(
     return SetDataset(
         None,
         f"no dataset: neither its manifest (`dataset: NAME`) nor {params_path}'s judgments name it",
+    )
+
+
+# --------------------------------------------------------------------------- the ids a new judgment is checked against
+
+# The reader format of a dataset's queries for commands that need only ids and texts
+# (releval's own queries.jsonl is JSONL with query_id and text).
+QUERY_TEXT_FORMATS = {"releval": "jsonl"}
+
+
+@dataclass(frozen=True)
+class References:
+    """The queries and corpus that judgments written into a set are checked against."""
+
+    queries: Path
+    queries_format: str  # a reader format: jsonl | beir | smart | parquet
+    corpus: Path
+    corpus_format: str
+    dataset: str | None  # the dataset's name (what a new manifest records); None when flags named both files
+    how: str  # where they came from, for the command's summary line
+
+
+def references_for(
+    base: str | Path | None,
+    *,
+    queries: str | Path | None = None,
+    queries_format: str | None = None,
+    corpus: str | Path | None = None,
+    corpus_format: str | None = None,
+    dataset: str | None = None,
+    params_path: str | Path = paths.PARAMS,
+    conf_dir: str | Path = paths.CONF,
+) -> References:
+    """The queries and corpus for judgments going into a set whose base is ``base`` (the existing set,
+    or the version a new one revises; None: a new first version, which belongs to ``dataset`` (a
+    dataset name), else the active dataset). Files named by flags win; otherwise they are the
+    dataset's (:func:`dataset_of_set`). When neither
+    places them, an error says how to name them: ids are never checked against nothing."""
+    if queries is not None and corpus is not None:
+        return References(
+            Path(queries),
+            queries_format or "jsonl",
+            Path(corpus),
+            corpus_format or corpus_format_of(Path(corpus)),
+            None,
+            "the files given",
+        )
+    if base is not None:
+        found = dataset_of_set(base, params_path, conf_dir)
+    elif dataset is not None:
+        named = dataset_named(dataset, params_path, conf_dir)
+        known = ", ".join(sorted(d.name for d in known_datasets(params_path, conf_dir))) or "none"
+        found = SetDataset(named, f"dataset {dataset!r}" if named else f"no dataset {dataset!r} (known: {known})")
+    else:
+        active = active_dataset(params_path)
+        found = SetDataset(active, f"the active dataset {active.name!r} ({params_path})" if active else "")
+        if active is None:
+            found = SetDataset(None, f"no {params_path} names an active dataset")
+    chosen = found.dataset
+    if chosen is None:
+        raise InputError(
+            f"cannot tell which queries and corpus the ids refer to: {found.how}; name them with --queries FILE "
+            "and --corpus FILE",
+            file=str(base) if base is not None else "<command line>",
+            field="dataset",
+        )
+    return References(
+        Path(queries) if queries is not None else chosen.queries,
+        (queries_format or "jsonl")
+        if queries is not None
+        else QUERY_TEXT_FORMATS.get(chosen.queries_format, chosen.queries_format),
+        Path(corpus) if corpus is not None else chosen.corpus,
+        (corpus_format or corpus_format_of(Path(corpus))) if corpus is not None else chosen.corpus_format,
+        chosen.name,
+        found.how,
     )

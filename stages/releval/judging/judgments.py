@@ -70,6 +70,8 @@ JUDGMENTS_NAME = "judgments.jsonl"
 MANIFEST_KEYS = ("version", "parent", "date", "scale", "rubric", "annotators", "judgments_sha256")
 OPTIONAL_MANIFEST_KEYS = ("description", "dataset")
 QRELS_SCHEMA = QRELS.schema  # the old name, which tests/judging/test_judgment_versions.py imports
+# What the description of an empty first version says until judgments arrive (releval.judging.scaffold).
+EMPTY_SET_NOTE = ": empty until `releval pool --import` adds judgments"
 RUBRIC_NAME = "RUBRIC.md"  # a dataset's rubric, beside its judgment sets (data/<dataset>/judgments/RUBRIC.md)
 # The grades of a first version when none are given: the four grades of data/judgments/RUBRIC.md.
 DEFAULT_SCALE: dict[int, str] = {
@@ -638,6 +640,7 @@ def add_judgments(
     errors: list[InputError] | None = None,
     rubric: str | os.PathLike | None = None,
     scale: Mapping[int, str] | None = None,
+    dataset: str | None = None,
 ) -> tuple[JudgmentSet, int]:
     """Add judgment records to the set ``into``; nothing is written unless every record is valid.
 
@@ -653,8 +656,9 @@ def add_judgments(
     set. ``rubric`` and ``scale`` are refused for an existing set or with ``parent`` (those
     versions keep their own). Records are checked by the same code as judgments.jsonl, against
     the set's scale; problems name ``source`` and its lines. ``errors``: problems already found
-    while reading the records, raised together with these. Returns the written set and the
-    number of judgments added.
+    while reading the records, raised together with these. ``dataset``: the name of the dataset the
+    ids were checked against, recorded in a manifest that does not name one yet. Returns the
+    written set and the number of judgments added.
     """
     into = Path(into)
     files: dict[str, bytes] = {}
@@ -674,10 +678,16 @@ def add_judgments(
     elif parent is not None:
         base = load_version(parent)
         base_dir = Path(parent)
-        new_manifest = replace(
-            base.manifest, version=into.name, parent=base.manifest.version, date=date or _dt.date.today().isoformat()
-        )
         files = set_files(base_dir)
+        reference, files = _rubric_reference(into, base_dir, base.manifest.rubric, files)
+        new_manifest = replace(
+            base.manifest,
+            version=into.name,
+            parent=base.manifest.version,
+            date=date or _dt.date.today().isoformat(),
+            rubric=reference,
+            description="",
+        )
     else:
         new_manifest, files = first_manifest(into, rubric, scale, date)
         base, base_dir = None, into
@@ -693,7 +703,20 @@ def add_judgments(
     for name in frame["annotator"].to_list():
         if name not in annotators:
             annotators.append(name)
-    new_manifest = replace(new_manifest, annotators=tuple(annotators))
+    description = new_manifest.description
+    if base is not None and base.judgments.height == 0 and EMPTY_SET_NOTE in description:
+        description = description.split(EMPTY_SET_NOTE, 1)[0]  # the scaffold's "empty until ..." is no longer true
+    elif not description and parent is not None and not into.exists():
+        names = sorted(set(frame["annotator"].to_list()))
+        description = f"revision of {base.manifest.version}: {frame.height} judgments added by {', '.join(names)}"
+    new_manifest = replace(
+        new_manifest,
+        annotators=tuple(annotators),
+        dataset=new_manifest.dataset or dataset or "",
+        description=description,
+    )
+    if new_manifest.rubric not in files and (problem := rubric_problem(into, new_manifest.rubric)):
+        raise InputError(problem, file=str(into / MANIFEST_NAME), field="rubric")
     old_bytes = (base_dir / JUDGMENTS_NAME).read_bytes() if base is not None else b""
     if not old_bytes.strip():
         old_bytes = b""  # an empty first version's blank lines are not kept before its first judgment
@@ -702,6 +725,18 @@ def add_judgments(
     added = "".join(judgment_line(row) + "\n" for row in frame.iter_rows(named=True)).encode("utf-8")
     write_version(into, new_manifest, old_bytes + added, files)
     return load_version(into), frame.height
+
+
+def _rubric_reference(into: Path, base_dir: Path, rubric: str, files: dict[str, bytes]) -> tuple[str, dict[str, bytes]]:
+    """How a new version ``into`` refers to the rubric ``rubric`` of the version in ``base_dir`` it
+    revises: the same file inside the set (``files`` copies it), else by its path relative to
+    ``into`` when it lies in ``into``'s dataset folder, else copied into the new set."""
+    source = (base_dir / rubric).resolve()
+    if source.is_relative_to(base_dir.resolve()):
+        return source.relative_to(base_dir.resolve()).as_posix(), files
+    if source.is_relative_to(into.resolve().parent):
+        return Path(os.path.relpath(source, into.resolve())).as_posix(), files
+    return source.name, {**files, source.name: source.read_bytes()}
 
 
 def checked_scale(scale: Mapping[int, str] | None, source: str = "<command line>") -> dict[int, str]:

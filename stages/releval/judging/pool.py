@@ -15,6 +15,7 @@ judged; judging them (the same pool file, the same import) brings every ``judged
 from __future__ import annotations
 
 import csv
+import json
 import io as _io
 import re
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ from typing import Any, Iterable, Mapping
 
 import polars as pl
 
-from releval import io
+from releval import io, paths
 from releval.progress import progress
 from releval.retrieval import runs
 from releval.measurement import scoring
@@ -31,7 +32,8 @@ from releval.measurement.compare import document_ranks
 from releval.measurement.metrics import contract_from_params, parse_metric
 from releval.inputs import trec
 from releval.errors import InputError
-from releval.inputs.corpus import dataset_root_of, find_corpus, find_queries, read_docs
+from releval.inputs.corpus import read_docs
+from releval.inputs.datasets import references_for
 from releval.inputs.schemas import Record, raise_all, read_jsonl
 from releval.judging import judgments as jmod
 
@@ -393,7 +395,7 @@ class PoolImport:
     judgment_set: jmod.JudgmentSet  # the set after the import, its manifest re-sealed
     added: int  # judgments added
     ungraded: int  # rows with an empty grade, skipped
-    checked_against: list[str]  # "queries" and/or "corpus": what the ids were checked against
+    checked_against: str  # the queries and corpus the ids were checked against, and whose they are
     idcg_moved: int | None  # queries whose IDCG@10 moved relative to the base set; None: no base set
 
 
@@ -409,35 +411,30 @@ def import_filled_pool(
     corpus_format: str = "jsonl",
     rubric: str | Path | None = None,
     scale: Mapping[int, str] | None = None,
+    dataset: str | None = None,
 ) -> PoolImport:
     """Add a filled pool's graded rows to the set ``into``: appended when it exists (an empty first
     version included), else a new version of ``parent``, else (no ``parent``) a first version with
     ``rubric`` and ``scale`` (:func:`releval.judging.judgments.add_judgments`: the rubric defaults to
-    the dataset's RUBRIC.md beside ``into``). Queries default to the set's dataset's queries.jsonl;
-    the corpus to the one found there, else to params.yaml's ``dataset.corpus`` when that dataset
-    lives there (:func:`releval.inputs.validation.dataset_corpus`). Nothing is written unless every
-    row is valid (InputErrors lists every problem)."""
-    from releval.inputs.schemas import load_queries
-    from releval.inputs.validation import dataset_corpus  # it imports this module
-
+    the dataset's RUBRIC.md beside ``into``). Ids are checked against the queries and corpus of the
+    set's dataset (:func:`releval.inputs.datasets.references_for`; a new first version: the active
+    dataset, or ``dataset``), unless ``queries`` and ``corpus`` name others. Nothing is written
+    unless every row is valid (InputErrors lists every problem)."""
     into = Path(into)
     records, ungraded, read_errors = read_filled_pool(filled, annotator)
-    root = dataset_root_of(into)
-    queries_path = Path(queries) if queries else find_queries(root)
-    if corpus:
-        corpus_path = Path(corpus)
-    elif (found := find_corpus(root)) is not None:
-        corpus_path = found
-    else:
-        corpus_path, found_format = dataset_corpus(root, None, None)
-        corpus_format = found_format or corpus_format
-    query_ids = None
-    if queries_path is not None:
-        if queries_path.suffix.lower() == ".parquet" or queries_format != "jsonl":
-            query_ids = read_query_texts(queries_path, queries_format)["query_id"].to_list()
-        else:
-            query_ids = load_queries(queries_path)["query_id"].to_list()
-    lengths = jmod.doc_lengths(read_docs(corpus_path, corpus_format)) if corpus_path is not None else None
+    base = into if (into / jmod.MANIFEST_NAME).exists() else (Path(parent) if parent else None)
+    if base == into:
+        refuse_reported(into)
+    references = references_for(
+        base,
+        queries=queries,
+        queries_format=queries_format,
+        corpus=corpus,
+        corpus_format=corpus_format,
+        dataset=dataset,
+    )
+    query_ids = read_query_texts(references.queries, references.queries_format)["query_id"].to_list()
+    lengths = jmod.doc_lengths(read_docs(references.corpus, references.corpus_format))
     base_dir = into if into.exists() else (Path(parent) if parent else None)
     base_qrels = jmod.load_version(base_dir).qrels() if base_dir is not None and base_dir.exists() else None
     if date is not None and jmod._date_text(date) is None:
@@ -453,12 +450,67 @@ def import_filled_pool(
         errors=read_errors,
         rubric=rubric,
         scale=scale,
+        dataset=references.dataset,
     )
     moved = None
     if base_qrels is not None:
         moved = jmod.idcg_change_report(base_qrels, judgment_set.qrels(), (10,)).height
-    checked = [name for name, value in (("queries", query_ids), ("corpus", lengths)) if value is not None]
+    checked = f"{references.how}: queries {references.queries} and corpus {references.corpus}"
     return PoolImport(judgment_set, added, ungraded, checked, moved)
+
+
+def reports_under(judgments_sha256: str, root: str | Path = ".") -> list[Path]:
+    """The metrics.json files (every dataset's reports folder) holding scores computed from the judgments
+    whose hash is ``judgments_sha256``."""
+    found = []
+    top = Path(root) / paths.REPORTS
+    for path in sorted([top / "metrics.json", *top.glob("*/metrics.json")]):
+        try:
+            contract = json.loads(path.read_text(encoding="utf-8")).get("contract") or {}
+        except (OSError, ValueError, AttributeError):
+            continue
+        if contract.get("judgments_sha256") == judgments_sha256:
+            found.append(path)
+    return found
+
+
+def next_version_name(version: str) -> str:
+    """v3 -> v4, helpdesk-v1 -> helpdesk-v2, first -> first-2."""
+    match = re.fullmatch(r"(.*?)(\d+)", version)
+    return f"{match[1]}{int(match[2]) + 1}" if match else f"{version}-2"
+
+
+def import_advice(active: str | Path, pool_file: str) -> str:
+    """The command that brings a graded pool into the judgments: appended to the active set while no
+    score was reported from it, else a revision of it (with the override that makes it active)."""
+    active = Path(active)
+    try:
+        manifest = jmod.load_version(active).manifest
+    except InputError:
+        return f"releval pool --import {pool_file} --into <new version dir> --parent {active}"
+    if not reports_under(manifest.judgments_sha256):
+        return f"releval pool --import {pool_file} --into {active}"
+    revision = active.parent / next_version_name(active.name)
+    return (
+        f"releval pool --import {pool_file} --into {revision} --parent {active}, then score with it: "
+        f"releval params judgments.version={revision.name} judgments.path={revision.as_posix()} && dvc repro"
+    )
+
+
+def refuse_reported(set_dir: Path) -> None:
+    """An error when scores were reported from the set as it is: appending would change the judgments
+    behind numbers already reported (a revision keeps both)."""
+    manifest = jmod.load_version(set_dir).manifest
+    reported = reports_under(manifest.judgments_sha256) if manifest.judgments_sha256 != jmod.sha256_bytes(b"") else []
+    if reported:
+        revision = set_dir.parent / next_version_name(set_dir.name)
+        raise InputError(
+            f"scores were reported from {manifest.version} as it is ({', '.join(map(str, reported))}, judgments_sha256 "
+            f"{manifest.judgments_sha256[:12]}): appending would change the judgments behind them. Write a revision "
+            f"instead: --into {revision} --parent {set_dir}",
+            file=str(set_dir),
+            field="into",
+        )
 
 
 # --------------------------------------------------------------------------- the judging debt of the grid

@@ -322,8 +322,8 @@ def init_dataset(
         write(files.queries, queries_template())
     write(files.rubric, rubric_template(name, checked))
     manifest, _ = jmod.first_manifest(root / files.first_set, None, checked, date, annotators)
-    description = f"first judgment set of dataset {name}: empty until `releval pool --import` adds judgments"
-    sealed = jmod.write_version(root / files.first_set, replace(manifest, description=description), b"")
+    description = f"first judgment set of dataset {name}{jmod.EMPTY_SET_NOTE}"
+    sealed = jmod.write_version(root / files.first_set, replace(manifest, description=description, dataset=name), b"")
     written.append(files.first_set)
     jmod.load_version(root / files.first_set)  # the validator's word on what was written
     return Scaffold(files, written, docs.height, query_table, sealed)
