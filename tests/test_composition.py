@@ -85,7 +85,9 @@ def test_a_dataset_brings_its_judgments_and_a_group_can_be_added(project):
         ("judgments=pydocs-v9", "unknown judgments option 'pydocs-v9'; did you mean"),
         ("grid.models=[minlm]", "unknown model 'minlm'; did you mean 'minilm' or 'minilm_l3'?"),
         ("grid.chunkings=[c265]", "unknown chunking 'c265'; did you mean 'c256'"),
-        ("grid.chunkings=[c512]", "unknown first-stage run 'minilm/c256'"),  # the reranked run left the grid
+        # the reranked and fused entries of c256 leave with it; the baseline must be chosen again
+        ("grid.chunkings=[c512]", "unknown configuration 'minilm/c256'"),
+        ("grid.chunkings=[c512]", "choose what reports compare against with 'grid.baseline=minilm/c512'"),
         ("grid.fusions=[rff]", "unknown fusion 'rff'; did you mean 'rrf'?"),
         ("grid.baseline=minilm/c999", "unknown configuration 'minilm/c999'"),
         ("grid.reranked.minilm-c256-e5.reranker=e6", "unknown reranker 'e6'; did you mean 'e5'?"),
@@ -155,4 +157,57 @@ def test_a_group_entry_can_be_deleted_and_stays_deleted(project):
     assert set(composed(project)["models"]) == set(remaining)
     assert set(dvc_composed(project)["models"]) == set(remaining)
     with pytest.raises(InputError, match="only a config group entry can be deleted"):
-        compose(conf, params, ["~grid.reranked.minilm-c256-e5"])
+        compose(conf, params, ["~grid.baseline"])
+
+
+def test_shrinking_the_grid_takes_the_entries_built_on_what_left(project, monkeypatch, capsys):
+    """Seam 4 of issue 27: the README's own `releval params 'grid.models=[minilm]' 'grid.chunkings=[c256]'`
+    failed ("unknown first-stage run 'splade/c256'"). The fusion of SPLADE leaves with SPLADE, recorded
+    (so `dvc exp run` composes the same) and said; the reranked run of MiniLM c256 stays."""
+    monkeypatch.chdir(project)
+    assert cli_main(["params", "grid.models=[minilm]", "grid.chunkings=[c256]"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(
+        "dropped grid.fused.splade_minilm: it is built on dense/splade/c256, which the grid no longer makes "
+        "(recorded as '~fused@grid.fused.splade_minilm'"
+    )
+    grid = composed(project)["grid"]
+    assert (grid["models"], grid["chunkings"], grid["fused"]) == (["minilm"], ["c256"], {})
+    assert list(grid["reranked"]) == ["minilm-c256-e5"]
+    assert dvc_composed(project)["grid"] == grid
+    assert cli_main(["params"]) == 0  # what make repro runs: kept, and nothing to drop again
+    assert "dropped" not in capsys.readouterr().out and composed(project)["grid"] == grid
+
+
+def test_the_documented_ways_to_drop_fusions_and_the_reranker(project):
+    conf, params = project / "conf", project / "params.yaml"
+    compose(conf, params, ["~grid.fused.splade_minilm"])
+    assert composed(project)["grid"]["fused"] == {} and composed(project)["grid"]["reranked"]
+    compose(conf, params, ["~grid.fused.splade_minilm"])  # dropped already: nothing more to record
+    compose(conf, params, ["grid.reranked={}"])
+    assert composed(project)["grid"]["reranked"] == {}
+    assert dvc_composed(project)["grid"]["reranked"] == {}
+    compose(conf, params, reset=True)
+    compose(conf, params, ["~grid.reranked.minilm-c256-e5", "grid.fused={}"])
+    assert composed(project)["grid"]["reranked"] == {} and composed(project)["grid"]["fused"] == {}
+
+
+@pytest.mark.parametrize(
+    ("override", "expected"),
+    [
+        ("grid.reranked=null", "cannot take effect: the pipeline iterates over grid.reranked; to drop every entry"),
+        ("grid.models=null", "cannot take effect"),
+        ("~grid.reranked.nope", "unknown entry of grid.reranked 'nope' (known: minilm-c256-e5)"),
+        ("grid.fusions={}", "cannot compose"),
+    ],
+)
+def test_values_that_cannot_take_effect_are_refused(project, override, expected):
+    """`grid.reranked=null` was accepted and dvc repro then failed in DVC's foreach; `grid.reranked={}`
+    printed "wrote params.yaml" and changed nothing (Hydra merges a mapping)."""
+    conf, params = project / "conf", project / "params.yaml"
+    compose(conf, params)
+    written = params.read_bytes()
+    with pytest.raises(InputError) as caught:
+        compose(conf, params, [override])
+    assert expected in str(caught.value) and "\n" not in str(caught.value)
+    assert params.read_bytes() == written and not (conf / RECORDED).exists()

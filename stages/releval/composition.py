@@ -17,10 +17,17 @@ What you configure is what runs:
 * Names are checked when composing: an unknown group option, a grid model, chunking or fusion
   that conf/ does not define, a reranked run outside the grid or a baseline that is not a
   configuration are one line with the closest valid names.
+* Grid entries that are config-group entries (``grid.fused.<key>``, ``grid.reranked.<key>``) are
+  dropped with ``~grid.fused.<key>`` (recorded as Hydra's ``~fused@grid.fused.<key>``), or all of
+  them with ``grid.fused={}``. When a model or chunking leaves the grid, the fused and reranked
+  entries built on its runs leave with it (recorded, and each named in a note). A value override
+  that cannot take effect (``grid.reranked=null``, a mapping Hydra would merge into the defaults
+  unchanged) is refused.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import hashlib
 import re
@@ -166,6 +173,137 @@ def recorded_config(overrides: Sequence[str], conf_dir: str | Path) -> str:
     )
 
 
+# --------------------------------------------------------------------------- grid entries that are group entries
+
+# Sections of the grid whose entries come from config groups (conf/fused/, conf/reranked/), keyed by name.
+ENTRY_SECTIONS = ("grid.fused", "grid.reranked")
+# Keys that must stay what conf/config.yaml makes them (a list or a mapping): null cannot take effect.
+NOT_NULL = ("grid", "grid.models", "grid.chunkings", "grid.fusions", "grid.fused", "grid.reranked", "grid.external")
+
+
+def group_entries(conf_dir: str | Path, recorded: Sequence[str]) -> dict[str, str]:
+    """Package -> ``group@package`` of every config-group entry in effect under :data:`ENTRY_SECTIONS`:
+    conf/config.yaml's defaults plus recorded additions, less recorded deletions."""
+    document = yaml.safe_load((Path(conf_dir) / "config.yaml").read_text(encoding="utf-8")) or {}
+    keys = [str(k) for entry in document.get("defaults") or [] if isinstance(entry, Mapping) for k in entry]
+    for text in recorded:
+        o = parse_override(text, conf_dir)
+        if o.group is None or "@" not in o.key:
+            continue
+        if o.value is None:
+            keys = [k for k in keys if k.lstrip("/") != o.key]
+        elif o.adds:
+            keys.append(o.key)
+    found = {}
+    for key in keys:
+        group, _, package = key.lstrip("/").partition("@")
+        if package.rpartition(".")[0] in ENTRY_SECTIONS:
+            found[package] = f"{group}@{package}"
+    return found
+
+
+def friendly_overrides(new: Sequence[str], conf_dir: str | Path, recorded: Sequence[str]) -> list[str]:
+    """``new`` with the forms a user types rewritten into the ones Hydra records: ``~grid.fused.K``
+    -> ``~fused@grid.fused.K``; ``grid.fused={}`` -> a deletion of each entry. ``grid.reranked=null``
+    and the like are refused (they cannot take effect)."""
+    entries = group_entries(conf_dir, recorded)
+    out: list[str] = []
+    for text in new:
+        key, eq, value = text.partition("=")
+        if text.startswith("~") and key[1:] and not (Path(conf_dir) / key[1:].split("@", 1)[0]).is_dir():
+            package = key[1:]
+            if package.rpartition(".")[0] in ENTRY_SECTIONS:
+                already = any(
+                    parse_override(r, conf_dir).value is None
+                    and parse_override(r, conf_dir).key.endswith(f"@{package}")
+                    for r in recorded
+                )
+                if already:
+                    continue  # dropped before: nothing to record again
+                if package not in entries:
+                    section = package.rpartition(".")[0]
+                    present = sorted(p.rpartition(".")[2] for p in entries if p.rpartition(".")[0] == section)
+                    raise InputError(
+                        unknown(f"entry of {section}", package.rpartition(".")[2], present),
+                        file=COMMAND_LINE,
+                        field=package,
+                    )
+                out.append(f"~{entries[package]}")
+                continue
+        if eq and key.lstrip("+") in ENTRY_SECTIONS and yaml.safe_load(value or "null") == {}:
+            out += [f"~{entry}" for package, entry in entries.items() if package.rpartition(".")[0] == key.lstrip("+")]
+            continue
+        if eq and key.lstrip("+") in NOT_NULL and yaml.safe_load(value or "null") is None:
+            hint = (
+                f"; to drop every entry write '{key}={{}}', to drop one '~{key}.NAME'"
+                if key in ENTRY_SECTIONS
+                else "; give a list"
+            )
+            raise InputError(f"{text!r} cannot take effect: the pipeline iterates over {key}{hint}", file=COMMAND_LINE)
+        out.append(text)
+    return out
+
+
+def dangling_entries(params: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+    """(section, key, the run it needs) for each grid.fused / grid.reranked entry built on a run the
+    grid no longer makes because its model, chunking, fusion or external run is defined but left the
+    grid (a name defined nowhere stays an error for :func:`check_grid`), in the order they cascade: a
+    reranked entry of a dropped fused entry goes too."""
+    grid = params.get("grid") or {}
+    found: list[tuple[str, str, str]] = []
+    for key, entry in (grid.get("fused") or {}).items():
+        runs = entry.get("runs") if isinstance(entry, Mapping) else None
+        gone = [str(m) for m in runs or [] if _left_grid(str(m), params, set())]
+        if gone:
+            found.append(("grid.fused", key, gone[0]))
+    dropped = {key for _, key, _ in found}
+    for key, entry in (grid.get("reranked") or {}).items():
+        run = str(entry.get("run", "")) if isinstance(entry, Mapping) else ""
+        if _left_grid(run, params, dropped):
+            found.append(("grid.reranked", key, run))
+    return found
+
+
+_FUSED_RUN_PARTS = ("fusions", "models", "chunkings")  # fused/<fusion>/<model>/<chunking>: where each is defined
+
+
+def _left_grid(run: str, params: Mapping[str, Any], dropped_fused: set[str]) -> bool:
+    """Whether the first-stage run path ``run`` names a defined part the grid no longer holds."""
+    grid = params.get("grid") or {}
+
+    def gone(name: str, defined: str, chosen: str) -> bool:
+        return name in (params.get(defined) or {}) and name not in (grid.get(chosen) or [])
+
+    parts = run.strip("/").split("/")
+    if parts[0] == "dense" and len(parts) == 3:
+        return gone(parts[1], "models", "models") or gone(parts[2], "chunkings", "chunkings")
+    if parts[0] == "bm25" and len(parts) == 2:
+        return gone(parts[1], "chunkings", "chunkings")
+    if parts[0] == "fused" and len(parts) == 4:
+        return any(gone(name, section, section) for name, section in zip(parts[1:], _FUSED_RUN_PARTS))
+    if parts[0] == "fused" and len(parts) == 2:
+        return parts[1] in dropped_fused
+    if parts[0] == "external" and len(parts) == 2:
+        return gone(parts[1], "externals", "external")
+    return False
+
+
+def _takes_effect(text: str, composed: Mapping[str, Any], conf_dir: str | Path) -> bool:
+    """A value override's key holds its value once composed (Hydra merges a mapping into the defaults)."""
+    o = parse_override(text, conf_dir)
+    if o.group is not None or o.value is None:
+        return True
+    node: Any = composed
+    for part in o.key.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return False
+        node = node[part]
+    wanted = yaml.safe_load(o.value) if o.value != "" else ""
+    if isinstance(wanted, Mapping) and isinstance(node, Mapping):
+        return all(k in node and node[k] == v for k, v in wanted.items()) and (bool(wanted) or not node)
+    return node == wanted or isinstance(wanted, str) and str(node) == wanted
+
+
 # --------------------------------------------------------------------------- composing
 
 
@@ -189,8 +327,10 @@ def compose_text(conf_dir: str | Path, overrides: Sequence[str] = ()) -> str:
         try:
             compose_and_dump(out, str(Path(conf_dir).resolve()), None, "config", "", list(overrides))
         except (HydraException, OmegaConfBaseException) as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise InputError(f"cannot compose: {first}", file=str(conf_dir)) from None
+            lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+            # Hydra's first line is often only where ("... raised while composing config:"); the cause follows.
+            first = " ".join(lines[:2]) if lines and lines[0].endswith(":") else (lines[0] if lines else "")
+            raise InputError(f"cannot compose: {first or type(exc).__name__}", file=str(conf_dir)) from None
         return out.read_text(encoding="utf-8")
 
 
@@ -276,28 +416,39 @@ def check_grid(params: Mapping[str, Any], source: str = "params.yaml") -> None:
                 field=f"grid.reranked.{key}.run",
             )
         if run_id not in first_stage:
+            choices = unknown("first-stage run", run_id, (i for i in ids if "+rerank(" not in i))
             raise InputError(
-                unknown("first-stage run", run_id, (i for i in ids if "+rerank(" not in i)),
+                f"{choices}; drop the entry with '~grid.reranked.{key}'",
                 file=source,
                 field=f"grid.reranked.{key}.run",
             )
     for key, entry in (grid.get("fused") or {}).items():
         for member in entry["runs"]:
-            if run_path_id(str(member)) not in first_stage:
+            member_id = run_path_id(str(member))
+            if member_id not in first_stage:
+                choices = unknown("first-stage run", member_id, (i for i in ids if "+rerank(" not in i))
                 raise InputError(
-                    unknown("first-stage run", run_path_id(str(member)), (i for i in ids if "+rerank(" not in i)),
+                    f"{choices}; drop the entry with '~grid.fused.{key}'",
                     file=source,
                     field=f"grid.fused.{key}.runs",
                 )
     baseline = grid.get("baseline")
     if baseline is not None and baseline not in ids:
-        raise InputError(unknown("configuration", str(baseline), ids), file=source, field="grid.baseline")
+        models, chunkings = grid.get("models") or [], grid.get("chunkings") or []
+        suggestion = f"{models[0]}/{chunkings[0]}" if models and chunkings else ids[0]
+        raise InputError(
+            unknown("configuration", str(baseline), ids)
+            + f"; choose what reports compare against with 'grid.baseline={suggestion}'",
+            file=source,
+            field="grid.baseline",
+        )
 
 
 @dataclass(frozen=True)
 class Composed:
     path: Path
     overrides: list[str]
+    notes: list[str] = dataclasses.field(default_factory=list)  # what composing did beyond the overrides
 
 
 def compose(
@@ -320,24 +471,63 @@ def compose(
                 "or drop it with `releval params --discard-edits`",
                 file=str(params_path),
             )
+    recorded = [] if reset else recorded_overrides(conf_dir)
+    new_overrides = friendly_overrides(new_overrides, conf_dir, recorded)
     for text in new_overrides:
         check_group_choice(parse_override(text, conf_dir), conf_dir)
-    overrides = merge_overrides([] if reset else recorded_overrides(conf_dir), new_overrides, conf_dir)
+    overrides = merge_overrides(recorded, new_overrides, conf_dir)
     recorded_path = conf_dir / RECORDED
     before = recorded_path.read_bytes() if recorded_path.exists() else None
+    notes: list[str] = []
     try:
         # Value keys are checked against the configuration the group choices alone make.
         _write_recorded(recorded_path, [o for o in overrides if parse_override(o, conf_dir).group], conf_dir)
         check_value_keys(new_overrides, yaml.safe_load(compose_text(conf_dir)), conf_dir)
         _write_recorded(recorded_path, overrides, conf_dir)
         body = compose_text(conf_dir)
-        check_grid(yaml.safe_load(body), source=f"{params_path} (composed)")
-        paths.reports_folder(yaml.safe_load(body), source=f"{params_path} (composed)")
+        overrides, body, notes = _drop_dangling(overrides, body, conf_dir, recorded_path)
+        composed = yaml.safe_load(body)
+        for text in new_overrides:
+            if not _takes_effect(text, composed, conf_dir):
+                raise InputError(
+                    f"{text!r} cannot take effect: a mapping given on the command line is merged into the "
+                    "defaults, not put in their place; drop an entry of grid.fused or grid.reranked with "
+                    "'~grid.fused.NAME', all of them with 'grid.fused={}'",
+                    file=COMMAND_LINE,
+                )
+        check_grid(composed, source=f"{params_path} (composed)")
+        paths.reports_folder(composed, source=f"{params_path} (composed)")
     except InputError:
         _restore(recorded_path, before)
         raise
     write_text(params_path, header(conf_sha256(conf_dir), body) + body)
-    return Composed(params_path, overrides)
+    return Composed(params_path, overrides, notes)
+
+
+def _drop_dangling(
+    overrides: list[str], body: str, conf_dir: Path, recorded_path: Path
+) -> tuple[list[str], str, list[str]]:
+    """Record the deletion of every grid.fused / grid.reranked group entry built on a run the grid no
+    longer makes (:func:`dangling_entries`), recompose, and say what left. An entry that is not a
+    group entry stays, for :func:`check_grid` to name."""
+    notes: list[str] = []
+    for _ in range(len(ENTRY_SECTIONS) + 1):  # a reranked entry of a dropped fusion goes in a second round
+        entries = group_entries(conf_dir, overrides)
+        drops = []
+        for section, key, run in dangling_entries(yaml.safe_load(body)):
+            package = f"{section}.{key}"
+            if package in entries:
+                drops.append(f"~{entries[package]}")
+                notes.append(
+                    f"dropped {package}: it is built on {run}, which the grid no longer makes "
+                    f"(recorded as '~{entries[package]}'; `releval params --reset` brings the defaults back)"
+                )
+        if not drops:
+            break
+        overrides = merge_overrides(overrides, drops, conf_dir)
+        _write_recorded(recorded_path, overrides, conf_dir)
+        body = compose_text(conf_dir)
+    return overrides, body, notes
 
 
 def _write_recorded(path: Path, overrides: Sequence[str], conf_dir: Path) -> None:

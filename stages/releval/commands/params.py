@@ -36,6 +36,8 @@ def run(args: argparse.Namespace) -> int:
     result = composition.compose(
         args.conf, args.out, args.overrides, reset=args.reset, discard_edits=args.discard_edits
     )
+    for note in result.notes:
+        print(note)
     recorded = f" with {' '.join(result.overrides)}" if result.overrides else ""
     print(f"wrote {args.out} from {args.conf}/{recorded}")
     return 0
