@@ -618,3 +618,16 @@ def test_an_error_names_the_url_without_userinfo_and_no_half_key_survives_the_cu
     message = str(caught.value)
     assert caught.value.status == 403 and message.startswith(f"{endpoint.base_url}/chat/completions: HTTP 403")
     assert "SECRET" not in message and "kkkkk" not in message and "p4ss" not in message
+
+
+def test_refusals_of_a_basic_auth_stop_the_judge_naming_base_url_without_its_password(tmp_path):
+    with Endpoint(lambda body: (401, f"who is {body['authorization']}?")) as endpoint:
+        url = endpoint.base_url.replace("http://", "http://judge:pw-77a1@")
+        _, config = read_judge_config(judge_config(tmp_path / "judge.yaml", url))
+        judge = OpenAIJudge(config, RUBRIC, SCALE, source="judge.yaml")
+        with pytest.raises(InputError) as caught:
+            judge.grade([PAIR] * 20)
+    message = str(caught.value)
+    assert message.startswith(f"judge.yaml: field 'base_url': {endpoint.base_url}/chat/completions refused")
+    assert "the user:password in base_url" in message and "who is Basic ***?" in message and "pw-77a1" not in message
+    assert STOP_AFTER <= len(endpoint.bodies) < STOP_AFTER + 2

@@ -343,6 +343,8 @@ class OpenAIJudge:
                 check = "base_url and model"
             elif self.config.api_key_env:
                 check = f"the key in the environment variable {self.config.api_key_env} (api_key_env)"
+            elif self.client.secrets:
+                key, check = "base_url", "the user:password in base_url (sent as basic authorization)"
             else:
                 check = "api_key_env (no key was sent)"
             raise InputError(
