@@ -162,3 +162,38 @@ def test_evaluate_without_judgments_or_a_shared_query_is_the_engine_s_error():
     other = pl.DataFrame({"query_id": ["q1"], "doc_id": ["d9"], "grade": [0]})  # no relevant document
     with pytest.raises(InputError, match="no query left to evaluate"):
         api.evaluate(run, other, ["ndcg@10"])
+
+
+def test_the_api_gives_the_cli_s_verdict_under_the_project_s_coverage_terms(tmp_path, capsys, monkeypatch):
+    """Issue 27, seam 11: with coverage terms the project changed (params.yaml metric.coverage), the CLI
+    said inconclusive and the API coverage-confounded, with no way to pass the terms. project_terms()
+    reads them; the verdict, interval and coverage line are then the CLI's."""
+    from releval.cli import main
+
+    qrels_path, a_path, b_path = _write_trec_pair(tmp_path, seed=1, judged=26)  # judged@10 about 0.87
+    monkeypatch.chdir(tmp_path)
+    metric = {"metrics": ["ndcg@10", "judged@10"], "primary": "ndcg@10", "coverage": {"min_judged": 0.8}}
+    (tmp_path / "params.yaml").write_text(json.dumps({"metric": metric}))
+    terms = api.project_terms()
+    assert terms.coverage == api.CoverageTerms(min_judged=0.8, max_judged_gap=0.05)
+    assert (terms.contract, terms.primary) == (api.Contract(), "ndcg@10")
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    recorded = {**terms.contract.to_dict(), "metrics": list(terms.metrics), "primary": terms.primary}
+    recorded["coverage"] = terms.coverage.to_dict()
+    (reports / "metrics.json").write_text(json.dumps({"contract": recorded, "configs": {}}))
+    pl.DataFrame(schema={"config_id": pl.Utf8, "query_id": pl.Utf8, "ndcg@10": pl.Float64}).write_parquet(
+        reports / "per_query.parquet"
+    )
+    argv = ["compare", "a.trec", "b.trec", "--qrels", "qrels.trec", "--secondary", "", "--resamples", "2000"]
+    assert main([*argv, "--queries", "none.parquet", "--judgments-meta", "none.json"]) == 0
+    cli = capsys.readouterr().out
+    default = api.compare("a.trec", "b.trec", "qrels.trec", n_resamples=2000)
+    assert default.verdict == "coverage-confounded"  # releval's own terms: judged@10 below 0.9
+    ours = api.compare(
+        "a.trec", "b.trec", "qrels.trec", n_resamples=2000, contract=terms.contract, coverage=terms.coverage
+    )
+    assert ours.verdict != "coverage-confounded" and ours.verdict.upper() in cli
+    for number in ("4. ", "7. "):
+        line = next(x for x in cli.splitlines() if x.startswith(number))
+        assert line == next(x for x in ours.text.splitlines() if x.startswith(number))

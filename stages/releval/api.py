@@ -18,6 +18,13 @@ is collapsed to documents, a document taking its best chunk's score, as the scor
 qrels are ``query_id, doc_id, grade`` (integer grades >= 0; several annotators of a releval set
 give the lower median of their grades).
 
+A project's own terms (what `releval compare` and `gate` apply): :func:`project_terms` reads params.yaml's
+``metric`` section as a :class:`Contract` and the coverage terms (:class:`CoverageTerms`), so a notebook
+reaches the command line's verdict on the same runs and judgments::
+
+    terms = api.project_terms()                                 # params.yaml
+    api.compare(a, b, qrels, contract=terms.contract, coverage=terms.coverage)
+
 The contract (:class:`releval.measurement.metrics.Contract`) fixes the conventions behind every
 number: gain (``exponential`` 2^g - 1, or ``linear``), ties (``docid-asc``, or ``trec_eval``),
 rel_threshold (lowest relevant grade for binary metrics, default 1), no_relevant (queries
@@ -40,15 +47,21 @@ from releval.errors import InputError
 from releval.inputs import trec
 from releval.measurement import compare as _compare
 from releval.measurement import scoring
-from releval.measurement.metrics import Contract, Evaluation
+from releval.config import load_params, section
+from releval.judging.judgments import load_version
+from releval.measurement.metrics import Contract, Evaluation, contract_from_params
+from releval.measurement.scoring import CoverageTerms, coverage_terms
 from releval.measurement.stats import Comparison, QueryChange
 
 __all__ = [
     "Contract",
+    "CoverageTerms",
     "Evaluation",
     "PairedComparison",
+    "ProjectTerms",
     "compare",
     "evaluate",
+    "project_terms",
     "read_judgments",
     "read_run",
 ]
@@ -76,14 +89,35 @@ def read_judgments(path: str | os.PathLike, format: str | None = None) -> pl.Dat
 
     A directory is a releval judgment set (``manifest.yaml`` + ``judgments.jsonl``), validated as
     the pipeline validates it; several annotators of a pair give the lower median of their grades.
-    A file is TREC qrels, JSONL or parquet (``format``: default from the extension).
+    A file is TREC qrels, JSONL, parquet or a BEIR qrels .tsv (``format``: default from its header
+    or extension; :func:`releval.inputs.trec.read_qrels`).
     """
     path = Path(path)
     if path.is_dir():
-        from releval.judging.judgments import load_version
-
         return load_version(path).qrels()
     return trec.read_qrels(path, format)
+
+
+@dataclass(frozen=True)
+class ProjectTerms:
+    """What a project's params.yaml declares for its numbers."""
+
+    contract: Contract
+    coverage: CoverageTerms
+    metrics: tuple[str, ...]
+    primary: str
+
+
+def project_terms(params: str | os.PathLike = "params.yaml") -> ProjectTerms:
+    """The contract, coverage terms, metrics and primary metric of params.yaml's ``metric`` section:
+    the terms `releval compare` and `gate` decide under."""
+    metric_cfg = section(load_params(params), "metric", file=str(params))
+    return ProjectTerms(
+        contract_from_params(metric_cfg),
+        coverage_terms(metric_cfg, source=str(params)),
+        tuple(metric_cfg.get("metrics") or ()),
+        str(metric_cfg.get("primary", "ndcg@10")),
+    )
 
 
 def _run_table(run: RunLike) -> pl.DataFrame:
@@ -151,20 +185,23 @@ def compare(
     n_resamples: int = 10_000,
     seed: int = 0,
     queries: pl.DataFrame | None = None,
+    coverage: CoverageTerms | None = None,
 ) -> PairedComparison:
     """Compare ``candidate`` with ``baseline`` on ``metric``, paired by query, as `releval compare`
     does for two run files (:func:`releval.measurement.compare.compare_sides`).
 
     Both runs are scored against ``qrels`` under ``contract`` (default :class:`Contract`) with
     ``metric``, the ``secondary`` metrics (compared too, Holm-adjusted together) and ``judged@k`` at
-    the metric's cutoff for the coverage check (releval's default terms: each side >= 0.9, at most
-    0.05 apart). ``queries`` (``query_id``, ``text``, optional ``slices``): texts for the worst
-    query and per-slice results. Bootstrap: ``n_resamples`` query resamples, ``seed``.
+    the metric's cutoff for the coverage check under ``coverage`` (default: releval's terms, each
+    side >= 0.9, at most 0.05 apart; a project's own: :func:`project_terms`). ``queries``
+    (``query_id``, ``text``, optional ``slices``): texts for the worst query and per-slice results.
+    Bootstrap: ``n_resamples`` query resamples, ``seed``.
     """
     contract = contract or Contract()
     k = metric.partition("@")[2]
     names = list(dict.fromkeys([metric, *secondary, *([f"judged@{k}"] if k else [])]))
-    terms = {**contract.to_dict(), "metrics": names, "primary": metric}
+    coverage = coverage or CoverageTerms()
+    terms = {**contract.to_dict(), "metrics": names, "primary": metric, "coverage": coverage.to_dict()}
     qrels_table = _qrels_table(qrels)
 
     def side(run: RunLike, label: str) -> _compare.Side:
@@ -184,6 +221,7 @@ def compare(
         queries=queries,
         n_resamples=n_resamples,
         seed=seed,
+        coverage_terms=coverage,
     )
     p = report.primary
     if p.n_queries == 0:  # pragma: no cover - compare_sides refuses an empty selection

@@ -172,7 +172,9 @@ def test_reads_jsonl(tmp_path):
 @pytest.mark.parametrize(
     "record, field, message",
     [
-        ('{"query_id": "q1", "doc_id": "d2", "score": }', None, "invalid JSON"),
+        ('{"query_id": "q1", "doc_id": "d2", "score": }', "json", "malformed JSON"),
+        ('{"query_id": "q1", "doc_id": "d2", "score": 1.0, "x": ' + "[" * 100_000 + "]" * 100_000 + "}", "json", "deep"),
+        ('{"query_id": "q1\\ud800", "doc_id": "d2", "score": 1.0}', "query_id", "lone surrogate"),
         ('["q1", "d2", 1.0]', None, "expected a JSON object"),
         ({"doc_id": "d2", "score": 1.0}, "query_id", "missing"),
         ({"query_id": "q1", "doc_id": "", "score": 1.0}, "doc_id", "non-empty string"),
@@ -187,6 +189,19 @@ def test_bad_jsonl_run_lines(tmp_path, record, field, message):
     with pytest.raises(InputError, match=message) as caught:
         read_run(path)
     assert_input_error(caught, path, 2, field)
+
+
+def test_a_beir_qrels_file_is_read_as_the_pipeline_reads_it(tmp_path):
+    """`releval score --qrels`, `compare --qrels` and `api.read_judgments` refused a BEIR qrels .tsv the
+    judgments stage accepts (issue 27, seam 11); the header names the format, or format="beir"."""
+    path = tmp_path / "test.tsv"
+    path.write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\td2\t2\nq2\td1\t0\n")
+    assert read_qrels(path).rows() == [("q1", "d1", 1), ("q1", "d2", 2), ("q2", "d1", 0)]
+    assert read_qrels(path, "beir").rows() == read_qrels(path).rows()
+    path.write_text("query-id\tcorpus-id\tscore\nq1\td1\tmany\n")
+    with pytest.raises(InputError, match="score") as caught:
+        read_qrels(path)
+    assert caught.value.line == 2
 
 
 def test_jsonl_grade_must_be_a_whole_number(tmp_path):

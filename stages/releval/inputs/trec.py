@@ -14,7 +14,6 @@ used: like trec_eval, releval orders a run by its scores. A ``.gz`` suffix is de
 from __future__ import annotations
 
 import gzip
-import json
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +22,14 @@ import polars as pl
 
 from releval import io
 from releval.errors import InputError
+from releval.inputs.corpus import read_judgments
+from releval.inputs.schemas import parse_json_line
 from releval.measurement.metrics import check_qrels, check_run
 from releval.tables import DOC_RUN, QRELS, TREC_QRELS_LINE, TREC_RUN_LINE, Table
 
 FORMATS = ("trec", "jsonl", "parquet")
+QRELS_FORMATS = (*FORMATS, "beir")  # qrels only: a BEIR qrels .tsv (header query-id, corpus-id, score)
+BEIR_QRELS_HEADER = b"query-id\tcorpus-id\tscore"
 RUN_COLUMNS = TREC_RUN_LINE  # the old name, which benchmarks/bench_score.py imports
 _PLAIN_BYTES = bytes(range(0x20, 0x7F)) + b"\n"
 
@@ -45,10 +48,28 @@ def infer_format(path: str | Path) -> str:
 
 
 def read_qrels(path: str | Path, format: str | None = None) -> pl.DataFrame:
-    """Judgments as ``query_id, doc_id, grade`` (grades are whole numbers >= 0)."""
+    """Judgments as ``query_id, doc_id, grade`` (grades are whole numbers >= 0): TREC qrels, JSONL,
+    parquet, or a BEIR qrels .tsv (``format`` default: a file starting with BEIR's header is BEIR, the
+    rest as :func:`infer_format` says), read by the same reader the pipeline's judgments stage uses."""
     source = str(path)
+    format = format or qrels_format_of(Path(path))
+    if format == "beir":
+        return check_qrels(read_judgments(path, "beir"), source=source)  # the judgments stage's reader
     frame, lines = _read_table(Path(path), format, TREC_QRELS_LINE, value_field="grade")
     return check_qrels(frame, source=source, lines=lines)
+
+
+def qrels_format_of(path: Path) -> str:
+    """``beir`` for a file whose first line is BEIR's qrels header, else :func:`infer_format`."""
+    if path.is_file() and path.suffix.lower() != ".gz":
+        try:
+            with open(path, "rb") as fh:
+                first = fh.readline(len(BEIR_QRELS_HEADER) + 8).removeprefix(b"\xef\xbb\xbf").rstrip(b"\r\n")
+        except OSError:
+            first = b""
+        if first == BEIR_QRELS_HEADER:
+            return "beir"
+    return infer_format(path)
 
 
 def read_run(path: str | Path, format: str | None = None) -> pl.DataFrame:
@@ -111,7 +132,8 @@ def _read_table(
         return _read_jsonl(path, value_field)
     if format == "parquet":
         return _read_parquet(path), None
-    raise InputError(f"unknown format {format!r}; known: {', '.join(FORMATS)}", file=str(path), field="format")
+    known = QRELS_FORMATS if value_field == "grade" else FORMATS
+    raise InputError(f"unknown format {format!r}; known: {', '.join(known)}", file=str(path), field="format")
 
 
 def _read_text(path: Path) -> str:
@@ -241,10 +263,7 @@ def _read_jsonl(path: Path, value_field: str) -> tuple[pl.DataFrame, np.ndarray]
 
 
 def _json_object(text: str, source: str, line: int) -> dict[str, Any]:
-    try:
-        record = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", file=source, line=line) from exc
+    record = parse_json_line(text, source, line)  # the shared reader: malformed, too deep, lone surrogates
     if not isinstance(record, dict):
         raise InputError(f"expected a JSON object, got {type(record).__name__}", file=source, line=line)
     return record
