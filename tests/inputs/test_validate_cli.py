@@ -395,3 +395,16 @@ def test_every_shipped_set_validates_against_its_own_dataset(monkeypatch, capsys
     assert "ids checked against dataset 'pydocs-v3':" in sets["judgment set v3"]
     code, out, _ = validate(capsys)  # the active dataset
     assert code == 0 and out[0].startswith("ok: dataset pydocs-v3 (params.yaml)")
+
+
+def test_a_file_no_reader_could_take_is_one_line(tmp_path, capsys):
+    """A 100,000-deep first line (RecursionError while guessing what the file is) and a 5,000-digit grade
+    in a filled pool (int() refuses it) were tracebacks."""
+    deep = tmp_path / "deep.jsonl"
+    deep.write_text("[" * 100_000 + "]" * 100_000 + "\n")
+    code, out, _ = validate(capsys, deep)
+    assert code == 1 and out == [f"{deep}:1: field 'json': malformed JSON: arrays or objects nested more than 100 deep"]
+    pool = tmp_path / "pool.csv"
+    pool.write_text("query_id,query,doc_id,title,snippet,grade,annotator\nq1,x,d1,t,s," + "9" * 5000 + ",a\n")
+    code, out, _ = validate(capsys, pool)
+    assert code == 1 and len(out) == 1 and out[0].startswith(f"{pool}:2: field 'grade': expected an integer grade")

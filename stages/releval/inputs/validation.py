@@ -8,7 +8,6 @@ flags name them. It reads only; nothing on disk is written or changed.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -24,7 +23,13 @@ from releval.inputs.datasets import (
     known_datasets,
     manifest_fields,
 )
-from releval.inputs.schemas import check_references, validate_judgment_records, validate_judgments, validate_queries
+from releval.inputs.schemas import (
+    check_references,
+    parse_json_line,
+    validate_judgment_records,
+    validate_judgments,
+    validate_queries,
+)
 from releval.judging import judgments as jmod
 from releval.judging.pool import read_filled_pool
 
@@ -303,9 +308,9 @@ def _first_record(path: Path) -> dict | None:
         with open(path, encoding="utf-8-sig") as fh:
             for line in fh:
                 if line.strip():
-                    first = json.loads(line)
+                    first = parse_json_line(line, str(path), 1)
                     return first if isinstance(first, dict) else None
-    except (OSError, ValueError):
+    except (OSError, ValueError):  # InputError is a ValueError: not JSON, so not a pool or judgments
         return None
     return None
 

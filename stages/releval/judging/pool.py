@@ -40,6 +40,7 @@ from releval.judging import judgments as jmod
 POOL_COLUMNS = ("query_id", "query", "doc_id", "title", "snippet", "grade", "annotator", "notes")
 SNIPPET_CHARS = 300
 _INTEGER = re.compile(r"[+-]?\d+")
+_GRADE_DIGITS = 19  # int() of a 4,300-digit string raises; no grade has more digits than an Int64
 
 
 def expand_runs(paths: Iterable[str]) -> list[Path]:
@@ -236,8 +237,8 @@ def read_filled_pool(path: str | Path, annotator: str | None) -> tuple[list[Reco
         if grade is None or (isinstance(grade, str) and not grade.strip()):
             ungraded += 1
             continue
-        if isinstance(grade, str) and _INTEGER.fullmatch(grade.strip()):
-            grade = int(grade.strip())
+        if isinstance(grade, str) and _INTEGER.fullmatch(grade.strip()) and len(grade.strip()) <= _GRADE_DIGITS:
+            grade = int(grade.strip())  # a longer run of digits stays text: validation calls it off the scale
         values: dict[str, Any] = {"query_id": row.get("query_id"), "doc_id": row.get("doc_id"), "grade": grade}
         named = row.get("annotator")
         named = named.strip() if isinstance(named, str) else named
