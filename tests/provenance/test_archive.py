@@ -916,7 +916,7 @@ def test_a_fresh_clone_keeps_every_archived_run_and_audits_the_committed_numbers
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"{numbers} of {numbers} numbers in reports/metrics.json recomputed" in result.stdout
     assert "3 of 3 configurations: runs read from the committed archive" in result.stdout
-    assert "rebuilt from the committed sources by stages/judgments.py" in result.stdout
+    assert "rebuilt from the committed sources by this checkout's code" in result.stdout
     assert "not available here   dvc.lock   data/work/emb/minilm/c256" in result.stdout
     assert "BROKEN" not in result.stdout and "not available here, none broken)" in result.stdout
     print("fresh clone, before any repro:", result.stdout.splitlines()[0], result.stdout.splitlines()[-1])

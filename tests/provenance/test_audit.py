@@ -24,6 +24,7 @@ from releval import io
 from releval.provenance import archive, audit
 from releval.retrieval import runs
 from releval.errors import InputError
+from releval.measurement import scoring
 from releval.measurement.metrics import Contract, evaluate
 
 # --------------------------------------------------------------------------- the real project
@@ -82,6 +83,7 @@ def tiny_repo(root: Path) -> Path:
     contract = Contract()
     doc_run = runs.collapse_to_documents(chunk_run)
     evaluation = evaluate(qrels, doc_run.select("query_id", "doc_id", "score"), metrics, contract)
+    condensed = scoring.condensed_means(scoring.with_condensed(evaluation, doc_run, qrels))
     reports = root / "reports"
     reports.mkdir()
     full = {
@@ -97,7 +99,18 @@ def tiny_repo(root: Path) -> Path:
     }
     (reports / "metrics.json").write_text(
         json.dumps(
-            {"contract": full, "configs": {"m/c1": {**evaluation.mean, "ops": {"latency_ms_p95": 1.5}, "counts": {}}}}
+            {
+                "contract": full,
+                "configs": {
+                    "m/c1": {
+                        **evaluation.mean,
+                        "condensed": condensed,
+                        "ops": {"latency_ms_p95": 1.5},
+                        "counts": evaluation.counts,
+                        "slices": {},
+                    }
+                },
+            }
         )
     )
     (reports / "lineage.json").write_text(
@@ -194,7 +207,12 @@ def test_an_untouched_number_is_recomputed_bit_for_bit(tmp_path, monkeypatch, ca
     capsys.readouterr()
     every = audit.verify_all(root, status=CLEAN)
     assert re.fullmatch(r"audit --all: 1 configurations in \d+\.\d s( \(.*\))?\n", capsys.readouterr().err)
-    assert all(link.status == "ok" for link in every) and every[-1].check == "dvc.lock"
+    assert not any(link.broken for link in every) and every[-1].check == "dvc.lock"
+    # Without params.yaml, what the grid and the contract must be and where the inputs come from are not known.
+    notes = {(link.check, link.subject) for link in every if link.status != "ok"}
+    assert notes == {("grid", "params.yaml"), ("inputs", "data/work"), ("contract", "reports/metrics.json contract")}
+    checked = {link.check for link in every if link.status == "ok"}
+    assert {"recompute", "condensed", "counts", "ops", "lineage", "run file", "sidecar", "dvc.lock"} <= checked
     # Without DVC's status (this folder is no DVC repository) nothing in dvc.lock is verified: broken.
     unchecked = audit.verify_all(root)
     assert [(link.subject, link.status) for link in unchecked if link.broken] == [("dvc status", "missing")]
@@ -373,6 +391,58 @@ def test_bad_references_exit_2_naming_what_exists(tmp_path):
     assert result.returncode == 2 and "METRIC_REF" in result.stderr
 
 
+def test_one_number_fits_one_screen_and_names_its_datasets_own_reports_folder(tmp_path):
+    """A dataset other than the default writes reports/<name>/ (params.yaml's reports_dir): the
+    audit reads and names that folder's files; the default output is one screen, --verbose has the rest."""
+    root = tiny_repo(tmp_path)
+    folder = root / "reports" / "tiny"
+    folder.mkdir()
+    for name in ("metrics.json", "lineage.json"):
+        (root / "reports" / name).rename(folder / name)
+    lock = root / "dvc.lock"
+    lock.write_text(lock.read_text().replace("reports/metrics.json", "reports/tiny/metrics.json"))
+    (root / "params.yaml").write_text("reports_dir: reports/tiny\n")
+
+    result = audit_cli(root, "m/c1", "ndcg@10")
+    out = result.stdout
+    assert result.returncode == 1, out + result.stderr  # not a DVC repository: dvc.lock cannot be checked
+    lines = out.splitlines()
+    assert len(lines) <= 20, out
+    assert "value      reports/tiny/metrics.json configs['m/c1']['ndcg@10']" in out
+    assert "reports/metrics.json" not in out
+    for expected in (
+        "releval audit: m/c1 ndcg@10 = ",
+        "  run        data/work/runs/dense/m/c1/run.parquet sha256 ",
+        "(stage retrieve@m-c1)",
+        "  judgments  v1 (qrels.txt, sha256 ",
+        "  model      m: revision 'r'",
+        "  commit     (none)",
+        "audited with ",
+        "BROKEN (missing)     dvc.lock   dvc status: DVC could not check the recorded hashes",
+        "result: BROKEN (1 link: dvc status missing)",
+        "--verbose",
+    ):
+        assert expected in out, (expected, out)
+    assert "lineage (dvc.lock, upstream first)" not in out and "packages (installed now)" not in out
+
+    verbose = audit_cli(root, "m/c1", "ndcg@10", "--verbose").stdout
+    for expected in (
+        "value      reports/tiny/metrics.json configs['m/c1']['ndcg@10']",
+        "(stage retrieve@m-c1, reports/tiny/lineage.json)",
+        "written by stage score",
+        "lineage (dvc.lock, upstream first):",
+        "  stage retrieve@m-c1:",
+        "packages (installed now): releval",
+        "OK                   recompute  m/c1 ndcg@10",
+    ):
+        assert expected in verbose, (expected, verbose)
+    assert len(verbose.splitlines()) > len(lines)
+
+    unknown = audit_cli(root, "nope/c1", "ndcg@10")
+    assert unknown.returncode == 2 and "reports/tiny/metrics.json" in unknown.stderr, unknown.stderr
+    assert "m/c1" in unknown.stderr
+
+
 # --------------------------------------------------------------------------- on a real pipeline
 
 
@@ -394,7 +464,7 @@ def test_untouched_project_every_number_recomputes_and_every_link_holds(default_
         and sum(link["check"] == "recompute" and link["status"] == "ok" for link in data["links"]) == expected
     )
 
-    result = audit_cli(project, "minilm/c256", "ndcg@10")
+    result = audit_cli(project, "minilm/c256", "ndcg@10", "--verbose")
     assert result.returncode == 0, result.stdout + result.stderr
     out = result.stdout
     value = metrics["configs"]["minilm/c256"]["ndcg@10"]
@@ -428,7 +498,7 @@ def test_untouched_project_every_number_recomputes_and_every_link_holds(default_
         "result: OK",
     ):
         assert expected_text in out, expected_text
-    path_form = audit_cli(project, "configs.rrf(minilm,bm25)/c256.recall@100")
+    path_form = audit_cli(project, "configs.rrf(minilm,bm25)/c256.recall@100", "--lineage")
     assert path_form.returncode == 0 and "stage fuse@rrf-minilm-c256:" in path_form.stdout
     assert "stage bm25@c256:" in path_form.stdout and "stage retrieve@minilm-c256:" in path_form.stdout
 
@@ -503,7 +573,7 @@ def test_tampering_names_the_broken_link_and_exits_1(default_project, tmp_path, 
 def test_a_change_to_another_configuration_leaves_this_number_intact(default_project, tmp_path):
     copy = copy_project(default_project, tmp_path / "other-run")
     _edit_run(copy)  # minilm/c256's run; bm25/c256 does not read it
-    result = audit_cli(copy, "bm25/c256", "map")
+    result = audit_cli(copy, "bm25/c256", "map", "--verbose")
     assert result.returncode == 0, result.stdout
     assert "in other runs only" in result.stdout and "result: OK" in result.stdout
 

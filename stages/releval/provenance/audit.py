@@ -14,7 +14,8 @@ installed package versions and the git commit.
   scored (:mod:`releval.measurement.holdout`); equal means bit-for-bit equal. A run that is not
   here (a clone without the DVC cache) is read from the committed archive, where it is kept at
   document level (:mod:`releval.provenance.archive`; the same numbers), and queries and qrels
-  that are not here are rebuilt from the committed sources (:func:`rebuild_inputs`, **inputs**);
+  that are not here are rebuilt from the committed sources by this checkout's code
+  (:func:`rebuild_inputs`, **inputs**);
 * **run file**: its sha256 against reports/lineage.json; **archive**: the committed copy of the
   run, its sha256 against its name and, with the run here, its rows against the run collapsed;
 * **dvc.lock**: every recorded hash of every stage in the lineage against the files on disk,
@@ -22,6 +23,19 @@ installed package versions and the git commit.
   directories, ``Repo.data_status(granular=True)`` to name the file inside that changed;
 * **sidecars**: the judgments' source hash (judgments.json) against the source on disk, and each
   model's weights hash in the run against the model manifest.
+
+:func:`verify_all` (``releval audit --all``) makes every one of these checks for every number,
+scoring each configuration once, and checks what a single audit does not: the configurations the
+grid declares against metrics.json and lineage.json, every cost figure, count and condensed-list
+mean, every archived file, the inputs on disk against what their committed sources give, and every
+report file (quality.json, per_query.parquet, grid.md, report.md, observations.json, history and
+the change tables) against the numbers it is derived from (:class:`AllAudit`).
+
+**Nothing of the audited tree runs.** Inputs are rebuilt and reports rendered again in this
+process, by the releval package doing the audit (:func:`auditing_code` names its commit): the
+audited repository's stage scripts, its copy of the package, its dvc.yaml commands and any start-up
+hook it holds are never imported or run. A report written by a stage whose recorded code differs
+from this checkout's is compared number by number rather than byte for byte (:func:`other_code`).
 
 A link is ``ok`` or broken as ``stale`` (an input changed after the stage ran), ``modified`` (an
 output changed after it was written), ``missing`` or ``mismatch`` (a recomputed number or a
@@ -38,11 +52,11 @@ temporary folder); to audit another revision, audit the temporary copy
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import math
-import subprocess
-import sys
+import re
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -53,7 +67,9 @@ from typing import Any
 import polars as pl
 
 from releval import config, io
-from releval.measurement import holdout, scoring
+from releval.measurement import holdout, operations, scoring
+from releval.measurement.metrics import contract_from_params
+from releval.retrieval.chunking import titles_term
 from releval.provenance import archive, revisions
 from releval.retrieval import runs
 from releval.errors import InputError
@@ -262,6 +278,8 @@ class Lineage:
     git: dict[str, Any]
     root: str
     run_meta_source: str | None = None  # where run_meta was read: the run folder's run.json or the archive's copy
+    metrics_file: str = METRICS_FILE  # the dataset's reports folder's (params.yaml's reports_dir)
+    lineage_file: str = LINEAGE_FILE
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
@@ -269,11 +287,11 @@ class Lineage:
         return data
 
 
-def _value(metrics: Mapping[str, Any], ref: MetricRef) -> Any:
+def _value(metrics: Mapping[str, Any], ref: MetricRef, metrics_file: str = METRICS_FILE) -> Any:
     configs = metrics.get("configs") or {}
     if ref.config_id not in configs:
         raise InputError(
-            f"no configuration {ref.config_id!r}; known: {', '.join(configs)}", file=METRICS_FILE, field="configs"
+            f"no configuration {ref.config_id!r}; known: {', '.join(configs)}", file=metrics_file, field="configs"
         )
     row = configs[ref.config_id]
     if ref.is_ops:
@@ -282,7 +300,7 @@ def _value(metrics: Mapping[str, Any], ref: MetricRef) -> Any:
         if key not in ops:
             raise InputError(
                 f"no operational figure {key!r} for {ref.config_id}; known: {', '.join(ops)}",
-                file=METRICS_FILE,
+                file=metrics_file,
                 field=f"configs.{ref.config_id}.ops",
             )
         return ops[key]
@@ -290,7 +308,7 @@ def _value(metrics: Mapping[str, Any], ref: MetricRef) -> Any:
         known = [k for k in row if k not in ("ops", "counts", "slices")]
         raise InputError(
             f"no metric {ref.metric!r} for {ref.config_id}; known: {', '.join(known)}",
-            file=METRICS_FILE,
+            file=metrics_file,
             field=f"configs.{ref.config_id}",
         )
     return row[ref.metric]
@@ -350,7 +368,7 @@ def assemble(root: str | Path, ref: MetricRef) -> Lineage:
     root = Path(root)
     metrics_file, lineage_file = reports_files(root)
     metrics = _read_json(root / metrics_file, root)
-    value = _value(metrics, ref)
+    value = _value(metrics, ref, metrics_file)
     lineage_doc = _read_json(root / lineage_file, root)
     entry = lineage_doc.get(ref.config_id) or {}
     lock = revisions.read_lock_stages(root)
@@ -395,6 +413,8 @@ def assemble(root: str | Path, ref: MetricRef) -> Lineage:
         git=revisions.workspace_state(root),
         root=str(root),
         run_meta_source=run_meta_source,
+        metrics_file=metrics_file,
+        lineage_file=lineage_file,
     )
 
 
@@ -409,6 +429,7 @@ class ScoringInputs:
     qrels: pl.DataFrame
     links: list[Link]  # for rebuilt inputs: each file's md5 against dvc.lock
     rebuilt: bool = False
+    files: dict[str, Path] = field(default_factory=dict)  # data/work path -> the file read (rebuilt: a temporary one)
 
 
 def scoring_inputs(root: str | Path) -> ScoringInputs:
@@ -416,46 +437,110 @@ def scoring_inputs(root: str | Path) -> ScoringInputs:
     the same files rebuilt from what git holds (:func:`rebuild_inputs`)."""
     root = Path(root)
     if (root / QUERIES_FILE).exists() and (root / QRELS_FILE).exists():
-        return ScoringInputs(pl.read_parquet(root / QUERIES_FILE), pl.read_parquet(root / QRELS_FILE), [])
+        files = {path: root / path for path, _ in REBUILT}
+        return ScoringInputs(pl.read_parquet(files[QUERIES_FILE]), pl.read_parquet(files[QRELS_FILE]), [], files=files)
     return rebuild_inputs(root)
 
 
-# The scoring inputs a clone without the DVC cache lacks, each with the stage that writes it.
+# The scoring inputs, each with the stage that writes it (a clone without the DVC cache lacks them all).
 REBUILT = ((paths.DOCS, "ingest"), (QUERIES_FILE, "queries"), (QRELS_FILE, "judgments"), (JUDGMENTS_META, "judgments"))
 
 
-def rebuild_inputs(root: str | Path) -> ScoringInputs:
+def rebuild_inputs(root: str | Path, folder: str | Path | None = None) -> ScoringInputs:
     """The queries and qrels the pipeline scored against, rebuilt from the corpus, query and
-    judgment files git holds by the revision's own stage scripts (ingest, queries, judgments;
-    cheap: no model runs) into a temporary folder. Each rebuilt file's md5 is compared with the
-    one dvc.lock records: equal proves the committed sources are the ones scored (a different
-    polars version may write other bytes: a note; the recomputed numbers remain the check)."""
+    judgment files the repository holds by *this checkout's* code (:func:`rebuilt_tables`: what
+    the ingest, queries and judgments stages do; cheap, no model runs), written to ``folder`` (a
+    temporary one when None). Nothing of the audited tree is imported or run. Each rebuilt
+    file's md5 is compared with the one dvc.lock records: equal proves the committed sources are
+    the ones scored (other code or another polars version may write other bytes: a note; the
+    recomputed numbers remain the check)."""
     root = Path(root)
-    with tempfile.TemporaryDirectory(prefix="releval-audit-") as tmp:
-        out = {path: Path(tmp) / Path(path).name for path, _ in REBUILT}
-        steps = (
-            ("ingest", ["--out", out[paths.DOCS]]),
-            ("queries", ["--out", out[QUERIES_FILE]]),
-            (
-                "judgments",
-                ["--docs", out[paths.DOCS], "--queries", out[QUERIES_FILE], "--out", out[QRELS_FILE]]
-                + ["--meta", out[JUDGMENTS_META]],
-            ),
-        )
-        for stage, flags in steps:
-            script = f"stages/{stage}.py"
-            done = subprocess.run(
-                [sys.executable, script, *map(str, flags)], cwd=root, capture_output=True, text=True, check=False
-            )
-            if done.returncode != 0:
-                why = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
-                raise InputError(
-                    f"not here, and rebuilding it from the committed sources failed ({script}: {why})",
-                    file=QRELS_FILE if stage == "judgments" else QUERIES_FILE,
-                )
-        recorded = _recorded_hashes(root)
-        links = [_rebuilt_link(path, stage, out[path], recorded.get(path)) for path, stage in REBUILT]
-        return ScoringInputs(pl.read_parquet(out[QUERIES_FILE]), pl.read_parquet(out[QRELS_FILE]), links, True)
+    if folder is None:
+        with tempfile.TemporaryDirectory(prefix="releval-audit-") as tmp:
+            return rebuild_inputs(root, tmp)
+    files = write_rebuilt(root, Path(folder))
+    recorded = _recorded_hashes(root)
+    links = [_rebuilt_link(path, stage, files[path], recorded.get(path)) for path, stage in REBUILT]
+    return ScoringInputs(
+        pl.read_parquet(files[QUERIES_FILE]), pl.read_parquet(files[QRELS_FILE]), links, True, files=files
+    )
+
+
+def rebuilt_tables(root: str | Path) -> dict[str, Any]:
+    """docs.parquet, queries.parquet, qrels.parquet and judgments.json (by their data/work paths)
+    as stages/ingest.py, queries.py and judgments.py make them from params.yaml's dataset and
+    judgments, computed here, in this process, with the releval code doing the audit: the
+    audited repository's own code (its stage scripts, its copy of the package) is never
+    imported or run. Paths in params.yaml are relative to ``root``."""
+    from releval.inputs.corpus import read_corpus, read_queries
+    from releval.inputs.schemas import load_queries
+    from releval.judging.judgments import active_judgments
+
+    root = Path(root)
+    params_file = root / paths.PARAMS
+    if not params_file.exists():
+        raise InputError("missing; the inputs cannot be rebuilt without it", file=paths.PARAMS)
+    params = config.load_params(params_file)
+    dataset, judgments = config.section(params, "dataset"), config.section(params, "judgments")
+    subset = dataset.get("subset") or {}
+
+    def here(path: Any) -> Path:
+        return Path(str(path)) if Path(str(path)).is_absolute() else root / str(path)
+
+    docs = read_corpus(here(dataset["corpus"]["path"]), dataset["corpus"]["format"])
+    if subset.get("docs") is not None:
+        docs = docs.head(int(subset["docs"]))
+    if docs.height == 0:
+        raise InputError("the corpus is empty", file=str(dataset["corpus"]["path"]))
+    spec = dataset["queries"]
+    queries = (
+        load_queries(here(spec["path"]))
+        if spec["format"] == "releval"
+        else read_queries(here(spec["path"]), spec["format"])
+    )
+    if subset.get("queries") is not None:
+        queries = queries.head(int(subset["queries"]))
+    if queries.height == 0:
+        raise InputError("the query set is empty", file=str(spec["path"]))
+    selected = holdout.select_queries(queries, "dev", source=QUERIES_FILE)["query_id"]
+    active = active_judgments(
+        {**judgments, "path": str(here(judgments["path"]))}, subset, docs.select("doc_id", "text"), queries["query_id"]
+    )
+    kept = active.qrels.filter(pl.col("query_id").is_in(selected.implode()))
+    meta = {
+        "version": str(judgments["version"]),
+        "source": judgments["path"],
+        "split": holdout.contract_split(queries, "dev"),
+        **active.provenance,
+        "counts": {
+            "judgments": kept.height,
+            "queries_judged": kept["query_id"].n_unique(),
+            "dropped_outside_corpus_subset": active.dropped_outside_corpus_subset,
+            "dropped_outside_query_subset": active.dropped_outside_query_subset,
+            "sealed_outside_split": active.qrels.height - kept.height,
+            "grades": {str(g): n for g, n in kept.group_by("grade").len().sort("grade").iter_rows()},
+        },
+    }
+    return {paths.DOCS: docs, QUERIES_FILE: queries, QRELS_FILE: kept, JUDGMENTS_META: meta}
+
+
+def write_rebuilt(root: Path, folder: Path) -> dict[str, Path]:
+    """:func:`rebuilt_tables` written to ``folder`` as the stages write them; data/work path -> file.
+    An InputError names what could not be rebuilt."""
+    try:
+        tables = rebuilt_tables(root)
+    except InputError as exc:
+        raise InputError(
+            f"not here, and rebuilding the inputs from the committed sources failed: {exc}", file=QRELS_FILE
+        ) from None
+    files = {}
+    for path, table in tables.items():
+        files[path] = folder / Path(path).name
+        if isinstance(table, pl.DataFrame):
+            io.write_parquet(files[path], table)
+        else:
+            io.write_json(files[path], table)
+    return files
 
 
 def _recorded_hashes(root: Path) -> dict[str, str | None]:
@@ -468,7 +553,7 @@ def _recorded_hashes(root: Path) -> dict[str, str | None]:
 
 def _rebuilt_link(path: str, stage: str, file: Path, recorded: str | None) -> Link:
     actual = hashlib.md5(file.read_bytes()).hexdigest()
-    what = f"not here; rebuilt from the committed sources by stages/{stage}.py"
+    what = f"not here; rebuilt from the committed sources by this checkout's code (what stages/{stage}.py does)"
     if recorded == actual:
         return Link("inputs", path, "ok", f"{what}: md5 {actual} as dvc.lock records")
     return Link(
@@ -518,7 +603,7 @@ def recompute(
     if contract.get("collapse", "first") != "first":
         raise InputError(
             f"unknown collapse rule {contract.get('collapse')!r}; score.py collapses 'first'",
-            file=METRICS_FILE,
+            file=reports_files(root)[0],
             field="contract.collapse",
         )
     inputs = inputs or scoring_inputs(root)
@@ -690,13 +775,25 @@ NOT_HERE = (
 
 
 def _run_links(root: Path, lineage: Lineage) -> list[Link]:
+    """:func:`run_file_links` of the number's run."""
+    store = archive.Archive(root / paths.ARCHIVE)
+    return run_file_links(root, lineage.ref.config_id, lineage.run_dir, lineage.run_sha256, store, lineage.lineage_file)
+
+
+def run_file_links(
+    root: Path,
+    config_id: str,
+    run_dir: str,
+    run_sha256: str | None,
+    store: archive.Archive,
+    lineage_file: str = LINEAGE_FILE,
+) -> list[Link]:
     """The run file against lineage.json's sha256, and the committed archive's document-level
     copy of the run: its hash against its name and, with the run on disk, its rows against the
     run collapsed to documents."""
-    subject = f"{lineage.run_dir}/run.parquet"
+    subject = f"{run_dir}/run.parquet"
     run_file = root / subject
-    store = archive.Archive(root / paths.ARCHIVE)
-    entry = store.entry(lineage.run_sha256, lineage.ref.config_id) if lineage.run_sha256 else None
+    entry = store.entry(run_sha256, config_id) if run_sha256 else None
     links = []
     on_disk = run_file.exists()
     if not on_disk:
@@ -708,19 +805,19 @@ def _run_links(root: Path, lineage: Lineage) -> list[Link]:
                     "run file",
                     subject,
                     "unavailable",
-                    f"{NOT_HERE}; the committed archive holds this run (sha256 {lineage.run_sha256[:12]}, as "
-                    f"{LINEAGE_FILE} records) at document level, and the number is recomputed from it",
+                    f"{NOT_HERE}; the committed archive holds this run (sha256 {run_sha256[:12]}, as "
+                    f"{lineage_file} records) at document level, and the number is recomputed from it",
                 )
             )
-    elif lineage.run_sha256 and io.sha256_file(run_file) != lineage.run_sha256:
+    elif run_sha256 and io.sha256_file(run_file) != run_sha256:
         on_disk = False  # not the run that was scored: nothing to compare the archive with
         links.append(
             Link(
                 "run file",
                 subject,
                 "mismatch",
-                f"sha256 {io.sha256_file(run_file)[:12]} on disk, {LINEAGE_FILE} records "
-                f"{lineage.run_sha256[:12]}: the run changed after it was scored",
+                f"sha256 {io.sha256_file(run_file)[:12]} on disk, {lineage_file} records "
+                f"{run_sha256[:12]}: the run changed after it was scored",
             )
         )
     else:
@@ -729,11 +826,11 @@ def _run_links(root: Path, lineage: Lineage) -> list[Link]:
                 "run file",
                 subject,
                 "ok",
-                f"sha256 {lineage.run_sha256[:12] if lineage.run_sha256 else '?'} as {LINEAGE_FILE} records",
+                f"sha256 {run_sha256[:12] if run_sha256 else '?'} as {lineage_file} records",
             )
         )
     if entry is not None:
-        links.append(_archive_link(store, entry, runs.read_run(root / lineage.run_dir)[0] if on_disk else None))
+        links.append(_archive_link(store, entry, runs.read_run(root / run_dir)[0] if on_disk else None))
     return links
 
 
@@ -757,6 +854,53 @@ def _sha256_of_source(path: Path) -> str | None:
     if path.is_dir() and (path / "judgments.jsonl").is_file():
         return io.sha256_file(path / "judgments.jsonl")
     return None
+
+
+def judgments_source_links(root: Path, judgments: Mapping[str, Any]) -> list[Link]:
+    """The judgments' source (judgments.json's ``source``) against the sha256 judgments.json records."""
+    source = judgments.get("source")
+    if not source or not judgments.get("source_sha256"):
+        return []
+    path = Path(source) if Path(source).is_absolute() else root / source
+    actual = _sha256_of_source(path)
+    if actual is None:
+        return [
+            Link("sidecar", str(source), "missing", f"the judgments source named in {JUDGMENTS_META} is not on disk")
+        ]
+    if actual != judgments["source_sha256"]:
+        return [
+            Link(
+                "sidecar",
+                str(source),
+                "modified",
+                f"sha256 {actual[:12]} on disk, {JUDGMENTS_META} records {judgments['source_sha256'][:12]} "
+                f"(judgment version {judgments.get('version')}): the judgments changed after they were read",
+            )
+        ]
+    return [Link("sidecar", str(source), "ok", f"judgments {judgments.get('version')} sha256 matches {JUDGMENTS_META}")]
+
+
+def model_links(root: Path, models: Mapping[str, Any]) -> list[Link]:
+    """Each model's weights hash as a run records it against the model's manifest, where it is built here."""
+    links = []
+    for name, info in models.items():
+        manifest = root / "data" / "models" / name / "releval_model.json"
+        if not manifest.exists():
+            continue
+        recorded = json.loads(manifest.read_text(encoding="utf-8")).get("weights_sha256")
+        if recorded != (info or {}).get("weights_sha256"):
+            links.append(
+                Link(
+                    "sidecar",
+                    _rel(manifest, root),
+                    "mismatch",
+                    f"model {name}: run records weights {str((info or {}).get('weights_sha256'))[:12]}, the "
+                    f"manifest now {str(recorded)[:12]}",
+                )
+            )
+        else:
+            links.append(Link("sidecar", _rel(manifest, root), "ok", f"model {name} weights sha256 as the run records"))
+    return links
 
 
 def verify(
@@ -784,7 +928,7 @@ def verify(
                 Link("recompute", str(ref), "mismatch", f"metrics.json has {lineage.value!r}, {where} has {recorded!r}")
             )
     elif lineage.run_dir is None:
-        links.append(Link("recompute", str(ref), "missing", f"{LINEAGE_FILE} has no entry for {ref.config_id}"))
+        links.append(Link("recompute", str(ref), "missing", f"{lineage.lineage_file} has no entry for {ref.config_id}"))
     else:
         try:
             own = {ref.config_id: {"run_dir": lineage.run_dir, "run_sha256": lineage.run_sha256}}
@@ -819,53 +963,8 @@ def verify(
     )
     links += lock_links
     # 4. sidecar hashes
-    source = lineage.judgments.get("source")
-    if source and lineage.judgments.get("source_sha256"):
-        path = Path(source) if Path(source).is_absolute() else root / source
-        actual = _sha256_of_source(path)
-        if actual is None:
-            links.append(
-                Link(
-                    "sidecar", str(source), "missing", f"the judgments source named in {JUDGMENTS_META} is not on disk"
-                )
-            )
-        elif actual != lineage.judgments["source_sha256"]:
-            links.append(
-                Link(
-                    "sidecar",
-                    str(source),
-                    "modified",
-                    f"sha256 {actual[:12]} on disk, {JUDGMENTS_META} records "
-                    f"{lineage.judgments['source_sha256'][:12]} (judgment version "
-                    f"{lineage.judgments.get('version')}): the judgments changed after they were read",
-                )
-            )
-        else:
-            links.append(
-                Link(
-                    "sidecar",
-                    str(source),
-                    "ok",
-                    f"judgments {lineage.judgments.get('version')} sha256 matches {JUDGMENTS_META}",
-                )
-            )
-    for name, info in lineage.models.items():
-        manifest = root / "data" / "models" / name / "releval_model.json"
-        if not manifest.exists():
-            continue
-        recorded = json.loads(manifest.read_text(encoding="utf-8")).get("weights_sha256")
-        if recorded != info.get("weights_sha256"):
-            links.append(
-                Link(
-                    "sidecar",
-                    _rel(manifest, root),
-                    "mismatch",
-                    f"model {name}: run records weights {str(info.get('weights_sha256'))[:12]}, the "
-                    f"manifest now {str(recorded)[:12]}",
-                )
-            )
-        else:
-            links.append(Link("sidecar", _rel(manifest, root), "ok", f"model {name} weights sha256 as the run records"))
+    links += judgments_source_links(root, lineage.judgments)
+    links += model_links(root, lineage.models)
     return Verification(links, hashes)
 
 
@@ -947,6 +1046,13 @@ def _once(links: Sequence[Link]) -> list[Link]:
 
 # --------------------------------------------------------------------------- every number
 
+# What the report stage runs with when dvc.yaml passes no flag (stages/report.py's defaults).
+REPORT_DEFAULTS = {"resamples": 10_000, "seed": 0, "worst": 10}
+# Report files and the stage that writes each (paths under the reports folder, as under reports/).
+SCORE_FILES = (paths.QUALITY, paths.PER_QUERY, paths.GRID)
+REPORT_FILES = (paths.REPORT_MD, paths.OBSERVATIONS)
+RESCORE_FILES = (paths.HISTORY, paths.HISTORY_MD, paths.IDCG_CHANGES, paths.IDCG_CHANGES_MD, paths.SCORE_CHANGES)
+
 
 def verify_all(
     root: str | Path,
@@ -955,68 +1061,1023 @@ def verify_all(
     check_hashes: bool = True,
     desc: str | None = "audit --all",
 ) -> list[Link]:
-    """Recompute every metric (and slice mean) of every configuration in metrics.json, then
-    check every stage of dvc.lock against the files on disk (unless ``check_hashes`` is off).
-    ``desc``: what the recomputation's progress is called (None: no progress shown)."""
+    """Every check a single audit makes, for every number, and every report file against the
+    numbers it is derived from; then DVC's status of every stage of dvc.lock (unless
+    ``check_hashes`` is off). ``desc``: what the recomputation's progress is called (None: no
+    progress shown).
+
+    * the inputs: data/work's documents, queries, qrels and judgments.json against what this
+      checkout's code makes of the committed corpus, queries and judgments (or, not here, rebuilt);
+    * the grid: every configuration params.yaml's grid declares is in metrics.json and
+      lineage.json, and nothing else is;
+    * each configuration, scored once from its run (or the archive's copy) and the judgments:
+      every metric, slice mean, condensed-list mean and count in metrics.json, its cost figures
+      against run.json, its lineage.json entry, its run file's sha256 and the archive's copy of
+      it, the model weights its run records; the contract against params.yaml;
+    * the archive: every file's sha256 against its name;
+    * the sidecars: the judgments' source against judgments.json's sha256;
+    * the report files: quality.json, per_query.parquet and grid.md as the score stage makes them
+      from the verified numbers, report.md and observations.json as the report stage does,
+      history and the IDCG/score change tables as the rescore stage does (markdown by this
+      checkout's rendering code: where the stage that wrote a file ran other code than this,
+      its bytes are not compared, and the link says so).
+    """
     root = Path(root)
-    links = verify_numbers(root, desc)
+    with tempfile.TemporaryDirectory(prefix="releval-audit-") as tmp:
+        try:
+            state = AllAudit.read(root, Path(tmp), desc)
+        except InputError as exc:  # an input is gone or unreadable: every number is unverified
+            links = [Link("recompute", "every number", "missing", str(exc))]
+        else:
+            links = state.links()
     if check_hashes:
         links += check_lock(root, list(revisions.read_lock_stages(root)), status=status)[0]
     return links
 
 
 def verify_numbers(root: str | Path, desc: str | None = None) -> list[Link]:
-    """The recompute links of :func:`verify_all` (``desc``: see :func:`recompute`)."""
+    """The number links of :func:`verify_all`: each metric and slice mean of metrics.json recomputed
+    (and which runs were read from the committed archive)."""
     root = Path(root)
-    metrics_file, lineage_file = reports_files(root)
-    metrics = _read_json(root / metrics_file, root)
-    lineage_doc = _read_json(root / lineage_file, root)
-    contract = metrics.get("contract") or {}
-    configs = metrics.get("configs") or {}
-    links = []
-    missing = [c for c in configs if not (lineage_doc.get(c) or {}).get("run_dir")]
-    for config_id in missing:
-        links.append(Link("recompute", config_id, "missing", f"{LINEAGE_FILE} has no run for it"))
-    entries = {c: lineage_doc[c] for c in configs if c not in missing}
-    try:
-        inputs = scoring_inputs(root)
-        again = recompute(root, contract, entries, inputs=inputs, desc=desc)
-    except InputError as exc:  # an input is gone or unreadable: every number is unverified
-        return links + [Link("recompute", "every number", "missing", str(exc))]
-    links += inputs.links
-    from_archive = sorted(c for c, r in again.items() if "the committed archive" in r.get("source", ""))
-    if from_archive:
-        links.append(
-            Link(
-                "archive",
-                f"{len(from_archive)} of {len(again)} configurations",
-                "ok",
-                f"runs read from the committed archive ({paths.ARCHIVE}), each file's sha256 matching its "
-                "name: their chunk-level runs are not available here",
+    with tempfile.TemporaryDirectory(prefix="releval-audit-") as tmp:
+        try:
+            state = AllAudit.read(root, Path(tmp), desc)
+        except InputError as exc:
+            return [Link("recompute", "every number", "missing", str(exc))]
+        return state.number_links()
+
+
+@dataclass
+class Rescored:
+    """One configuration scored again, as the score stage scores it."""
+
+    config_id: str
+    run_dir: str | None
+    source: str  # where the run was read
+    full: bool  # every retrieved document was read (condensed-list values are exact)
+    evaluation: Any  # releval.measurement.metrics.Evaluation
+    per_query: pl.DataFrame  # per_query.parquet's rows of it (config_id included)
+    doc_run: pl.DataFrame
+    meta: dict[str, Any] | None  # its run.json (the run folder's or the archive's copy)
+    run_sha256: str | None  # of the run read (the archive entry's when read from there)
+    result: dict[str, Any]  # mean, condensed, counts, ops, slices, warnings: what score.py records
+
+
+@dataclass
+class AllAudit:
+    """What `audit --all` reads once, and the links it makes of it."""
+
+    root: Path
+    folder: str  # the dataset's reports folder
+    metrics_file: str
+    lineage_file: str
+    metrics: dict[str, Any]
+    lineage: dict[str, Any]
+    params: dict[str, Any] | None
+    lock: dict[str, Any]
+    inputs: ScoringInputs
+    input_links: list[Link]
+    store: archive.Archive
+    metric_cfg: dict[str, Any]
+    engine: Any  # the metric engine's Contract
+    split: str
+    expected: list[str]  # the configurations the grid declares, in the order score.py scores them
+    rescored: dict[str, Rescored | str]  # config_id -> its rescoring, or why it could not be had
+    documents: int | None
+
+    @classmethod
+    def read(cls, root: Path, tmp: Path, desc: str | None) -> AllAudit:
+        folder = config.reports_folder(root / paths.PARAMS)
+        metrics_file, lineage_file = reports_files(root)
+        metrics = _read_json(root / metrics_file, root)
+        lineage = _read_json(root / lineage_file, root)
+        params = config.load_params(root / paths.PARAMS) if (root / paths.PARAMS).exists() else None
+        lock = revisions.read_lock_stages(root)
+        inputs, input_links = audited_inputs(root, tmp, lock)
+        recorded = metrics.get("contract") or {}
+        if params is not None:
+            metric_cfg = dict(config.section(params, "metric"))
+            engine = contract_from_params(metric_cfg)
+            grid = config.section(params, "grid")
+            expected = list(runs.grid_run_folders(grid, paths.RUNS))
+        else:  # a repository without params.yaml: its own record is all there is to go by
+            metric_cfg = {
+                "metrics": list(recorded.get("metrics") or []),
+                "primary": recorded.get("primary") or (recorded.get("metrics") or [None])[0],
+                "collapse": recorded.get("collapse", "first"),
+                **({scoring.COVERAGE_KEY: recorded[scoring.COVERAGE_KEY]} if scoring.COVERAGE_KEY in recorded else {}),
+            }
+            engine = scoring.contract_from_record(recorded)
+            expected = list(metrics.get("configs") or {})
+        if metric_cfg.get("collapse", "first") != "first":
+            raise InputError(
+                f"unknown collapse rule {metric_cfg.get('collapse')!r}; score.py collapses 'first'",
+                file=paths.PARAMS if params is not None else metrics_file,
+                field="metric.collapse",
             )
+        split = _score_split(lock, metrics_file)
+        docs_file = inputs.files.get(paths.DOCS)
+        documents = (
+            pl.scan_parquet(docs_file).select(pl.len()).collect().item() if docs_file and docs_file.exists() else None
         )
-    for config_id, result in again.items():
-        if "error" in result:
-            links.append(Link("recompute", config_id, "missing", result["error"]))
-            continue
-        row = configs[config_id]
-        for metric in contract.get("metrics") or []:
-            recorded, value = row.get(metric), result["mean"].get(metric)
-            status = "ok" if recorded == value else "mismatch"
+        state = cls(
+            root,
+            folder,
+            metrics_file,
+            lineage_file,
+            metrics,
+            lineage,
+            params,
+            lock,
+            inputs,
+            input_links,
+            archive.Archive(root / paths.ARCHIVE),
+            metric_cfg,
+            engine,
+            split,
+            expected,
+            {},
+            documents,
+        )
+        state.rescore(desc)
+        return state
+
+    # ----------------------------------------------------------------- scoring every configuration once
+
+    def entry(self, config_id: str) -> dict[str, Any]:
+        """lineage.json's entry of a configuration; where it has none, the grid's run folder."""
+        entry = self.lineage.get(config_id) or {}
+        if entry.get("run_dir") or self.params is None:
+            return entry
+        folders = runs.grid_run_folders(config.section(self.params, "grid"), paths.RUNS)
+        return {"run_dir": folders[config_id].as_posix()} if config_id in folders else {}
+
+    def configs(self) -> list[str]:
+        """The grid's configurations, then any other metrics.json holds (each is scored)."""
+        return list(dict.fromkeys([*self.expected, *(self.metrics.get("configs") or {})]))
+
+    def rescore(self, desc: str | None) -> None:
+        metric_names = list(self.metric_cfg["metrics"])
+        selected = holdout.select_queries(self.inputs.queries, self.split, source=QUERIES_FILE)
+        self.scored = scoring.scored_queries(selected, self.inputs.qrels)
+        self.selected = selected
+        configs = self.configs()
+        for config_id in progress(configs, desc, len(configs), "configurations"):
+            try:
+                self.rescored[config_id] = self._rescore_one(config_id, metric_names)
+            except InputError as exc:
+                self.rescored[config_id] = str(exc)
+
+    def _rescore_one(self, config_id: str, metric_names: list[str]) -> Rescored:
+        entry = self.entry(config_id)
+        if not entry.get("run_dir") and not entry.get("run_sha256"):
+            raise InputError(f"{self.lineage_file} has no run for it")
+        kind, where = run_source(self.root, config_id, entry, self.store)
+        if kind == "run":
+            chunk_run, meta = runs.read_run(where)
+            doc_run = scoring.document_run(chunk_run, self.scored.ids)
+            source, full, run_sha = f"{entry['run_dir']}/run.parquet", True, io.sha256_file(where / "run.parquet")
+        else:
+            doc_run = holdout.restrict(self.store.read_documents(where["docs_sha256"]), self.scored.ids)
+            meta = (
+                self.store.read_meta(where["meta_sha256"])
+                if self.store.meta_file(where["meta_sha256"]).exists()
+                else None
+            )
+            source = f"the committed archive ({paths.ARCHIVE}/{archive.DOCS_DIR}/{where['docs_sha256'][:12]}…)"
+            full, run_sha = where["depth"] is None, where["run_sha256"]
+        evaluation = scoring.score(doc_run, self.scored, metric_names, self.engine)
+        per_query = scoring.with_condensed(evaluation, doc_run, self.scored.qrels) if full else evaluation.per_query
+        recorded = (self.metrics.get("configs") or {}).get(config_id) or {}
+        result = {
+            "mean": dict(evaluation.mean),
+            "condensed": scoring.condensed_means(per_query) if full else dict(recorded.get("condensed") or {}),
+            "counts": evaluation.counts,
+            "ops": operations.cost_figures(meta.get("ops") or {}) if meta else dict(recorded.get("ops") or {}),
+            "slices": evaluation.slices or {},
+            "warnings": scoring.run_warnings(config_id, evaluation, metric_names, meta or {}),
+        }
+        return Rescored(
+            config_id,
+            entry.get("run_dir"),
+            source,
+            full,
+            evaluation,
+            per_query.with_columns(pl.lit(config_id).alias("config_id")),
+            doc_run,
+            meta,
+            run_sha,
+            result,
+        )
+
+    # ----------------------------------------------------------------- the links
+
+    def links(self) -> list[Link]:
+        links = list(self.input_links)
+        links += self.grid_links()
+        links += self.number_links()
+        links += self.config_links()
+        links += self.archive_links()
+        links += judgments_source_links(self.root, self.judgments_meta())
+        truth = self.true_document()
+        if truth is not None:
+            links += self.contract_links(truth)
+            links += self.report_links(truth)
+        return _unique(links)
+
+    def judgments_meta(self) -> dict[str, Any]:
+        path = self.inputs.files.get(JUDGMENTS_META)
+        return json.loads(path.read_text(encoding="utf-8")) if path is not None and path.exists() else {}
+
+    def grid_links(self) -> list[Link]:
+        """Every configuration the grid declares is scored, recorded and traced; nothing else is."""
+        if self.params is None:
+            return [
+                Link("grid", paths.PARAMS, "note", "no params.yaml: which configurations must be there is not checked")
+            ]
+        recorded, traced = set(self.metrics.get("configs") or {}), set(self.lineage)
+        links = []
+        for config_id in self.expected:
+            if config_id not in recorded:
+                links.append(
+                    Link(
+                        "grid",
+                        config_id,
+                        "missing",
+                        f"the grid in {paths.PARAMS} declares it; {self.metrics_file} has no entry",
+                    )
+                )
+            if config_id not in traced:
+                links.append(
+                    Link(
+                        "grid",
+                        config_id,
+                        "missing",
+                        f"the grid in {paths.PARAMS} declares it; {self.lineage_file} has no entry",
+                    )
+                )
+        for config_id in sorted((recorded | traced) - set(self.expected)):
+            where = " and ".join(
+                f for f, keys in ((self.metrics_file, recorded), (self.lineage_file, traced)) if config_id in keys
+            )
+            links.append(
+                Link("grid", config_id, "mismatch", f"in {where}, but not in the grid {paths.PARAMS} declares")
+            )
+        if not links:
             links.append(
                 Link(
-                    "recompute",
-                    f"{config_id} {metric}",
-                    status,
-                    f"{value!r}" if status == "ok" else f"metrics.json {recorded!r}, recomputed {value!r}",
+                    "grid",
+                    f"{len(self.expected)} configurations",
+                    "ok",
+                    f"the grid in {paths.PARAMS}, {self.metrics_file} and {self.lineage_file} "
+                    "name the same configurations",
                 )
             )
-        for name, block in (row.get("slices") or {}).items():
-            mine = (result["slices"] or {}).get(name) or {}
-            for metric, recorded in (block.get("mean") or {}).items():
-                value = (mine.get("mean") or {}).get(metric)
-                links.append(_slice_link(f"{config_id} slice {name} {metric}", recorded, value))
-    return links
+        return links
+
+    def number_links(self) -> list[Link]:
+        """Each metric and slice mean of metrics.json against its recomputation."""
+        links = []
+        rescored = {c: r for c, r in self.rescored.items() if isinstance(r, Rescored)}
+        from_archive = sorted(c for c, r in rescored.items() if r.source.startswith("the committed archive"))
+        if from_archive:
+            links.append(
+                Link(
+                    "archive",
+                    f"{len(from_archive)} of {len(self.rescored)} configurations",
+                    "ok",
+                    f"runs read from the committed archive ({paths.ARCHIVE}), each file's sha256 matching its "
+                    "name: their chunk-level runs are not available here",
+                )
+            )
+        for config_id, row in (self.metrics.get("configs") or {}).items():
+            again = self.rescored.get(config_id)
+            if not isinstance(again, Rescored):
+                links.append(Link("recompute", config_id, "missing", again or "not scored"))
+                continue
+            for metric in self.metric_cfg["metrics"]:
+                recorded, value = row.get(metric), again.result["mean"].get(metric)
+                status = "ok" if recorded == value else "mismatch"
+                links.append(
+                    Link(
+                        "recompute",
+                        f"{config_id} {metric}",
+                        status,
+                        f"{value!r}" if status == "ok" else f"{self.metrics_file} {recorded!r}, recomputed {value!r}",
+                    )
+                )
+            mine = again.result["slices"]
+            for name in dict.fromkeys([*(row.get("slices") or {}), *mine]):
+                block, computed = (row.get("slices") or {}).get(name) or {}, (mine.get(name) or {}).get("mean") or {}
+                for metric in dict.fromkeys([*(block.get("mean") or {}), *computed]):
+                    links.append(
+                        _slice_link(
+                            f"{config_id} slice {name} {metric}",
+                            (block.get("mean") or {}).get(metric),
+                            computed.get(metric),
+                        )
+                    )
+        return links
+
+    def config_links(self) -> list[Link]:
+        """Per configuration: condensed means, counts and cost figures in metrics.json, its
+        lineage.json entry, its run file and the archive's copy, its models' weights."""
+        links = []
+        for config_id, again in self.rescored.items():
+            if not isinstance(again, Rescored):
+                continue
+            row = (self.metrics.get("configs") or {}).get(config_id)
+            if row is not None:
+                links += self._figure_links(config_id, row, again)
+            entry = self.lineage.get(config_id)
+            if entry is not None:
+                links += self._lineage_links(config_id, entry, again)
+                if entry.get("run_dir"):
+                    links += run_file_links(
+                        self.root, config_id, entry["run_dir"], entry.get("run_sha256"), self.store, self.lineage_file
+                    )
+                links += model_links(self.root, entry.get("models") or (again.meta or {}).get("models") or {})
+            if (
+                again.source.endswith("run.parquet")
+                and self.lock_has_archive()
+                and self.store.entry(again.run_sha256, config_id) is None
+            ):
+                links.append(
+                    Link(
+                        "archive",
+                        f"{again.run_dir}/run.parquet",
+                        "missing",
+                        f"{config_id}'s run (sha256 {again.run_sha256[:12]}) is not in {paths.ARCHIVE}, which the "
+                        "archive stage keeps every scored run in",
+                    )
+                )
+        return links
+
+    def lock_has_archive(self) -> bool:
+        return any(_covers(paths.ARCHIVE, o["path"]) for s in self.lock.values() for o in s.get("outs") or [])
+
+    def _figure_links(self, config_id: str, row: Mapping[str, Any], again: Rescored) -> list[Link]:
+        links = []
+        if again.full:
+            recorded = row.get("condensed") or {}
+            for metric in dict.fromkeys([*recorded, *again.result["condensed"]]):
+                mine = again.result["condensed"].get(metric)
+                links.append(
+                    Link(
+                        "condensed",
+                        f"{config_id} {metric}{scoring.CONDENSED_MARK}",
+                        "ok" if recorded.get(metric) == mine else "mismatch",
+                        f"{mine!r}"
+                        if recorded.get(metric) == mine
+                        else f"{self.metrics_file} {recorded.get(metric)!r}, recomputed {mine!r}",
+                    )
+                )
+        else:
+            links.append(
+                Link(
+                    "condensed",
+                    f"{config_id} condensed",
+                    "note",
+                    "not recomputed: the archive keeps this run to a depth, and a condensed list reaches below it",
+                )
+            )
+        counts = row.get("counts") or {}
+        if counts == again.result["counts"]:
+            links.append(
+                Link("counts", f"{config_id} counts", "ok", f"{len(counts)} counts as recomputed (queries, rows, ties)")
+            )
+        else:
+            differ = sorted(
+                k for k in {*counts, *again.result["counts"]} if counts.get(k) != again.result["counts"].get(k)
+            )
+            links.append(
+                Link(
+                    "counts",
+                    f"{config_id} counts",
+                    "mismatch",
+                    "; ".join(
+                        f"{k}: {self.metrics_file} {counts.get(k)!r}, recomputed {again.result['counts'].get(k)!r}"
+                        for k in differ
+                    ),
+                )
+            )
+        ops, where = (
+            row.get("ops") or {},
+            "run.json" if again.source.endswith("run.parquet") else "the archive's run.json",
+        )
+        if again.meta is None:
+            links.append(Link("ops", f"{config_id} ops", "missing", f"no run.json in {again.run_dir} or the archive"))
+            return links
+        raw, mine = again.meta.get("ops") or {}, again.result["ops"]
+        for key in dict.fromkeys([*ops, *mine]):
+            if key in ops and key in raw and ops[key] == raw[key]:
+                links.append(Link("ops", f"{config_id} ops.{key}", "ok", f"equals {where} ops.{key}"))
+            else:
+                links.append(
+                    Link(
+                        "ops",
+                        f"{config_id} ops.{key}",
+                        "mismatch",
+                        f"{self.metrics_file} has {ops.get(key, '(none)')!r}, {where} has {raw.get(key, '(none)')!r}",
+                    )
+                )
+        return links
+
+    def _lineage_links(self, config_id: str, entry: Mapping[str, Any], again: Rescored) -> list[Link]:
+        """lineage.json's models and inputs of a configuration against its run.json."""
+        if again.meta is None:
+            return []
+        differ = [
+            key
+            for key in ("models", "inputs")
+            if key in again.meta
+            and json.dumps(entry.get(key), sort_keys=True) != json.dumps(again.meta[key], sort_keys=True)
+        ]
+        if differ:
+            return [
+                Link(
+                    "lineage",
+                    f"{config_id}",
+                    "mismatch",
+                    f"{self.lineage_file}'s {' and '.join(differ)} differ from the run's run.json",
+                )
+            ]
+        return [Link("lineage", config_id, "ok", "models and inputs as the run's run.json records")]
+
+    def archive_links(self) -> list[Link]:
+        """Every file the archive index names, its sha256 against its name."""
+        index = self.store.index() if self.store.root.exists() else archive.empty_index()
+        links = []
+        for row in index.iter_rows(named=True):
+            for path in (self.store.docs_file(row["docs_sha256"]), self.store.meta_file(row["meta_sha256"])):
+                subject = _rel(path, self.root)
+                if not path.exists():
+                    links.append(Link("archive", subject, "missing", f"{row['config_id']}: the archive index names it"))
+                elif archive.sha256_bytes(path.read_bytes()) != path.stem:
+                    links.append(
+                        Link(
+                            "archive",
+                            subject,
+                            "mismatch",
+                            f"{row['config_id']}, run {row['run_sha256'][:12]}: sha256 "
+                            f"{archive.sha256_bytes(path.read_bytes())[:12]} does not match the file's name: edited",
+                        )
+                    )
+        if index.height and not links:
+            links.append(
+                Link(
+                    "archive",
+                    f"{index.height} archived runs",
+                    "ok",
+                    f"every file of {paths.ARCHIVE} the index names has the sha256 of its name",
+                )
+            )
+        return _unique(links)
+
+    # ----------------------------------------------------------------- what the score stage would have written
+
+    def true_document(self) -> dict[str, Any] | None:
+        """metrics.json as the score stage writes it from the verified inputs and runs: every
+        figure recomputed (a slice mean within rounding of the recorded one keeps the recorded
+        value); None when a configuration could not be scored."""
+        rescored = {c: self.rescored[c] for c in self.expected if c in self.rescored}
+        if not rescored or any(not isinstance(r, Rescored) for r in rescored.values()):
+            return None
+        recorded = self.metrics.get("configs") or {}
+        results = {}
+        for config_id, again in rescored.items():
+            result = dict(again.result)
+            kept = (recorded.get(config_id) or {}).get("slices")
+            if kept is not None and _slices_agree(kept, result["slices"]):
+                result["slices"] = kept
+            results[config_id] = result
+        judgments = self.judgments_meta()
+        contract_record = self.metrics.get("contract") or {}
+        if self.params is not None:
+            dataset = config.section(self.params, "dataset.name")
+            titles = titles_term(self.params)
+        else:
+            dataset, titles = contract_record.get("dataset"), contract_record.get("titles")
+        document = scoring.metrics_document(
+            results,
+            self.engine,
+            self.metric_cfg,
+            dataset,
+            {"version": judgments.get("version"), "source_sha256": judgments.get("source_sha256"), **judgments},
+            self.split_terms(),
+            titles=titles,
+            documents=self.documents,
+        )
+        document["_results"] = results
+        return document
+
+    def split_terms(self) -> dict[str, Any]:
+        queries = self.inputs.queries
+        sealed = holdout.split_counts(queries, source=QUERIES_FILE)["holdout"]
+        opened = holdout.opens_holdout(self.split) and sealed > 0
+        return {
+            "split": holdout.contract_split(queries, self.split),
+            "queries": self.selected.height,
+            "holdout_queries_sealed": 0 if opened else sealed,
+        }
+
+    def contract_links(self, truth: Mapping[str, Any]) -> list[Link]:
+        """metrics.json's contract (and saturation block) against what params.yaml, judgments.json and
+        the queries give."""
+        if self.params is None:
+            return [Link("contract", f"{self.metrics_file} contract", "note", "no params.yaml to check it against")]
+        recorded, mine = self.metrics.get("contract") or {}, truth["contract"]
+        links = [
+            Link(
+                "contract",
+                f"{self.metrics_file} contract.{key}",
+                "mismatch",
+                f"records {_short(recorded.get(key))}; {paths.PARAMS}, judgments.json and the queries "
+                f"give {_short(mine.get(key))}",
+            )
+            for key in dict.fromkeys([*recorded, *mine])
+            if recorded.get(key) != mine.get(key) or (key in recorded) != (key in mine)
+        ]
+        if self.metrics.get("saturation") != truth.get("saturation"):
+            links.append(
+                Link(
+                    "contract",
+                    f"{self.metrics_file} saturation",
+                    "mismatch",
+                    f"records {_short(self.metrics.get('saturation'))}; the corpus gives "
+                    f"{_short(truth.get('saturation'))}",
+                )
+            )
+        if not links:
+            links.append(
+                Link(
+                    "contract",
+                    f"{self.metrics_file} contract",
+                    "ok",
+                    f"{len(mine)} terms as {paths.PARAMS}, judgments.json and the queries give them",
+                )
+            )
+        return links
+
+    # ----------------------------------------------------------------- the report files
+
+    def report_file(self, path: str) -> str:
+        return paths.rebase(path, paths.REPORTS, self.folder).as_posix()
+
+    def declared(self, path: str) -> bool:
+        """True when dvc.lock records ``path`` as an output or it is on disk: it must then hold what it derives from."""
+        return (self.root / path).exists() or any(
+            o["path"] == path for s in self.lock.values() for o in s.get("outs") or []
+        )
+
+    def report_links(self, truth: dict[str, Any]) -> list[Link]:
+        results = truth.pop("_results")
+        links = []
+        quality, per_query, grid = (self.report_file(p) for p in SCORE_FILES)
+        if self.declared(quality):
+            links.append(
+                self._json_link(
+                    quality, scoring.headline_document(truth), "the score stage makes of the verified numbers"
+                )
+            )
+        if self.declared(per_query):
+            links.append(self._per_query_link(per_query))
+        if self.declared(grid):
+            links.append(self._markdown_link(grid, lambda: self._grid_markdown(truth, results)))
+        report_md, observations = (self.report_file(p) for p in REPORT_FILES)
+        if self.declared(report_md) or self.declared(observations):
+            links += self._report_links(truth, report_md, observations)
+        if any(self.declared(self.report_file(p)) for p in RESCORE_FILES):
+            links += self._history_links()
+        return links
+
+    def _json_link(self, path: str, expected: Any, how: str) -> Link:
+        try:
+            recorded = _read_json(self.root / path, self.root)
+        except InputError as exc:
+            return Link("report", path, "missing", exc.detail)
+        if recorded == expected:
+            return Link("report", path, "ok", f"equals what {how}")
+        return Link("report", path, "mismatch", f"differs from what {how}: {_json_difference(recorded, expected)}")
+
+    def _per_query_link(self, path: str) -> Link:
+        frames = [self.rescored[c].per_query for c in self.expected if isinstance(self.rescored.get(c), Rescored)]
+        expected = scoring.per_query_table(frames)
+        if not (self.root / path).exists():
+            return Link("report", path, "missing", "not on disk")
+        recorded = pl.read_parquet(self.root / path)
+        partial = not all(self.rescored[c].full for c in self.expected if isinstance(self.rescored.get(c), Rescored))
+        if partial:  # condensed-list columns need every retrieved document
+            keep = [c for c in expected.columns if not c.endswith(scoring.CONDENSED_MARK)]
+            expected, recorded = expected.select(keep), recorded.select([c for c in keep if c in recorded.columns])
+        if recorded.equals(expected):
+            what = "the metric columns" if partial else "every row and column"
+            return Link("report", path, "ok", f"{what} as the runs and judgments give them ({expected.height} rows)")
+        return Link("report", path, "mismatch", _frame_difference(recorded, expected, ["config_id", "query_id"]))
+
+    def _grid_markdown(self, truth: Mapping[str, Any], results: Mapping[str, Any]) -> str:
+        from releval.reporting.markdown import grid_markdown, table_quality_metrics
+
+        metrics = list(self.metric_cfg["metrics"])
+        return grid_markdown(
+            {cid: dict(r) for cid, r in results.items()},
+            truth["contract"],
+            table_quality_metrics(metrics),
+            self.metric_cfg["primary"],
+            saturation=truth.get("saturation"),
+        )
+
+    def _markdown_link(self, path: str, render: Callable[[], str], writer: str | None = None) -> Link:
+        """A rendered report against what this checkout's code renders from the verified numbers:
+        byte for byte; where the stage that wrote it ran other code, every number in it (the
+        layout may differ, no number may)."""
+        if not (self.root / path).exists():
+            return Link("report", path, "missing", "not on disk")
+        try:
+            expected = render()
+        except InputError as exc:
+            return Link("report", path, "missing", f"cannot be rendered again: {exc}")
+        recorded = (self.root / path).read_text(encoding="utf-8")
+        if recorded == expected:
+            return Link(
+                "report", path, "ok", "byte for byte what this checkout's code renders from the verified numbers"
+            )
+        stage = writer or self._writer(path)
+        other = other_code(self.lock, stage) if stage else []
+        code = (
+            f"stage {stage} ran other code than this checkout's "
+            f"({', '.join(other[:3])}{', …' if len(other) > 3 else ''})"
+            if other
+            else ""
+        )
+        if other and _numbers(recorded) == _numbers(expected):
+            return Link(
+                "report", path, "note", f"every number as the verified numbers give it; the layout differs: {code}"
+            )
+        where = _text_difference(recorded, expected) if not other else _number_difference(recorded, expected)
+        return Link(
+            "report",
+            path,
+            "mismatch",
+            f"differs from what the verified numbers render: {where}" + (f" ({code})" if code else ""),
+        )
+
+    def _writer(self, path: str) -> str | None:
+        return next((n for n, s in self.lock.items() if any(o["path"] == path for o in s.get("outs") or [])), None)
+
+    def _report_links(self, truth: dict[str, Any], report_md: str, observations_file: str) -> list[Link]:
+        """report.md and observations.json rebuilt as the report stage builds them from the
+        verified numbers and the recorded card (card.json: its id checked against its content)."""
+        from releval.measurement import compare
+        from releval.provenance import card as cards
+        from releval.reporting import evaluation_report as er
+        from releval.reporting import plots
+
+        card_file = self.report_file(paths.CARD)
+        try:
+            card = _read_json(self.root / card_file, self.root)
+        except InputError as exc:
+            return [Link("report", card_file, "missing", exc.detail)]
+        if card.get("card_id") != cards.card_id(card):
+            return [
+                Link(
+                    "report",
+                    card_file,
+                    "mismatch",
+                    f"card_id {card.get('card_id')!r} does not match its content ({cards.card_id(card)})",
+                )
+            ]
+        written = json.loads(json.dumps(truth, sort_keys=True, default=str))  # as the report stage reads metrics.json
+        contract, configs = written["contract"], written["configs"]
+        summary = cards.contract_summary(contract)
+        if summary != card.get("contract"):
+            return [
+                Link(
+                    "report",
+                    card_file,
+                    "mismatch",
+                    f"its contract is not {self.metrics_file}'s: {_json_difference(card.get('contract'), summary)}",
+                )
+            ]
+        card = {**card, "contract": summary}  # card.json's keys are sorted; the report renders the card as built
+        order = list(configs)
+        per_query = scoring.per_query_table([self.rescored[c].per_query for c in order]).with_columns(
+            pl.col("query_id").cast(pl.Utf8)
+        )
+        queries = self.inputs.queries.with_columns(pl.col("query_id").cast(pl.Utf8))
+        qrels = self.inputs.qrels.with_columns(pl.col("query_id").cast(pl.Utf8), pl.col("doc_id").cast(pl.Utf8))
+        scored = holdout.scored_queries(queries, contract, source=QUERIES_FILE)
+        scored_ids = scored["query_id"].to_list()
+        judgments = self.judgments_meta()
+        slices = compare.query_slices(scored) | er.human_only_slice(judgments, scored_ids)
+        lineage = {cid: self.true_lineage(cid) for cid in order}
+        run_metas = {cid: dict(self.rescored[cid].meta or {}) for cid in order}
+        warnings = er.configuration_warnings(configs, run_metas, contract)
+        observations = []
+        for cid in order:
+            rows = per_query.filter(pl.col("config_id") == cid)
+            computed = cards.slice_means(rows, slices, contract["metrics"]) if slices else {}
+            observations.append(
+                cards.build_observation(
+                    card,
+                    cid,
+                    configs[cid],
+                    lineage[cid],
+                    run_metas[cid],
+                    slices=computed,
+                    warnings=warnings.get(cid, []),
+                )
+            )
+        links = []
+        if self.declared(observations_file):
+            links.append(
+                self._json_link(
+                    observations_file,
+                    json.loads(json.dumps({"card_id": card["card_id"], "observations": observations})),
+                    "the report stage makes of the verified numbers under card.json",
+                )
+            )
+        if not self.declared(report_md):
+            return links
+        options = self.report_options()
+        primary = contract.get("primary") or contract["metrics"][0]
+
+        def render() -> str:
+            baseline = er.baseline_config(self.params or {}, order)
+            scored_qrels = holdout.restrict(qrels, scored_ids)
+            doc_runs = {cid: self.rescored[cid].doc_run for cid in order}
+            intervals = plots.interval_table(per_query, primary, order, options["resamples"], options["seed"])
+            return er.report_markdown(
+                card,
+                cards.rank_observations(observations, [card], primary),
+                intervals,
+                configs,
+                contract,
+                per_query,
+                scored,
+                qrels,
+                baseline,
+                primary,
+                warnings,
+                resamples=options["resamples"],
+                seed=options["seed"],
+                worst=options["worst"],
+                threshold_means=compare.threshold_means(doc_runs, scored_qrels, contract, primary)
+                if len(order) > 1
+                else None,
+                reports=self.folder,
+            )
+
+        links.append(self._markdown_link(report_md, render))
+        return links
+
+    def true_lineage(self, config_id: str) -> dict[str, Any]:
+        """lineage.json's entry as the score stage writes it for the run read."""
+        again = self.rescored[config_id]
+        meta = again.meta or {}
+        entry = self.lineage.get(config_id) or {}
+        return {
+            "models": meta.get("models", entry.get("models")),
+            "inputs": meta.get("inputs", entry.get("inputs")),
+            "run_dir": entry.get("run_dir") or again.run_dir,
+            "run_sha256": again.run_sha256,
+        }
+
+    def report_options(self) -> dict[str, int]:
+        """--resamples, --seed and --worst of the report stage's command in dvc.lock (stages/report.py's
+        defaults otherwise)."""
+        stage = self._writer(self.report_file(paths.REPORT_MD))
+        cmd = str((self.lock.get(stage) or {}).get("cmd", "")) if stage else ""
+        options = dict(REPORT_DEFAULTS)
+        for name in options:
+            match = re.search(rf"--{name}[ =](\d+)", cmd)
+            if match:
+                options[name] = int(match.group(1))
+        return options
+
+    def _history_links(self) -> list[Link]:
+        """history and the IDCG/score change tables as the rescore stage builds them from the archive."""
+        from releval.reporting.archive_reports import build_archive_reports
+
+        files = self.inputs.files
+        judgments = self.judgments_meta()
+        source = judgments.get("source")
+        if source and not Path(str(source)).is_absolute():
+            judgments = {**judgments, "source": str(self.root / str(source))}
+        try:
+            built = build_archive_reports(
+                self.store,
+                dataset=str(config.section(self.params, "dataset.name"))
+                if self.params
+                else str((self.metrics.get("contract") or {}).get("dataset")),
+                contract=self.engine,
+                metrics=list(self.metric_cfg["metrics"]),
+                primary=str(self.metric_cfg["primary"]),
+                judgments=judgments,
+                judgments_meta_path=str(files.get(JUDGMENTS_META)),
+                queries=self.inputs.queries,
+                qrels_path=str(files[QRELS_FILE]),
+                docs_path=str(files[paths.DOCS]),
+            )
+        except (InputError, KeyError) as exc:
+            subject = self.report_file(paths.HISTORY)
+            return [Link("report", subject, "mismatch", f"the archive cannot be scored again: {exc}")]
+        stage = self._writer(self.report_file(paths.HISTORY_MD))
+        links = []
+        for path, table in (
+            (paths.HISTORY, built.history),
+            (paths.IDCG_CHANGES, built.idcg_changes),
+            (paths.SCORE_CHANGES, built.score_changes),
+        ):
+            path = self.report_file(path)
+            if not self.declared(path):
+                continue
+            if not (self.root / path).exists():
+                links.append(Link("report", path, "missing", "not on disk"))
+                continue
+            recorded = pl.read_parquet(self.root / path)
+            if recorded.equals(table):
+                links.append(
+                    Link(
+                        "report",
+                        path,
+                        "ok",
+                        f"every row as the archived runs score under the active judgments ({table.height} rows)",
+                    )
+                )
+            else:
+                keys = [k for k in ("config_id", "run_sha256", "query_id", "metric") if k in table.columns]
+                links.append(Link("report", path, "mismatch", _frame_difference(recorded, table, keys)))
+        for path, text in (
+            (paths.HISTORY_MD, built.history_markdown),
+            (paths.IDCG_CHANGES_MD, built.idcg_changes_markdown),
+        ):
+            path = self.report_file(path)
+            if self.declared(path):
+                links.append(self._markdown_link(path, lambda text=text: text, stage))
+        return links
+
+
+def audited_inputs(root: Path, tmp: Path, lock: Mapping[str, Any]) -> tuple[ScoringInputs, list[Link]]:
+    """The scoring inputs and their links: data/work's files checked against what this
+    checkout's code makes of the committed sources, or, when they are not here, those rebuilt."""
+    if not ((root / QUERIES_FILE).exists() and (root / QRELS_FILE).exists()):
+        inputs = rebuild_inputs(root, tmp)
+        return inputs, list(inputs.links)
+    inputs = scoring_inputs(root)
+    if not (root / paths.PARAMS).exists():
+        return inputs, [Link("inputs", paths.WORK, "note", "no params.yaml: not checked against the sources it names")]
+    try:
+        rebuilt = rebuilt_tables(root)
+    except InputError as exc:
+        return inputs, [
+            Link("inputs", paths.WORK, "missing", f"the inputs cannot be rebuilt from the committed sources: {exc}")
+        ]
+    links = []
+    for path, stage in REBUILT:
+        mine = rebuilt[path]
+        if not (root / path).exists():  # not here: dvc.lock's check names it
+            continue
+        if isinstance(mine, pl.DataFrame):
+            recorded = pl.read_parquet(root / path)
+            same = recorded.equals(mine)
+            where = "" if same else _frame_difference(recorded, mine, ["query_id", "doc_id"])
+        else:
+            recorded = json.loads((root / path).read_text(encoding="utf-8"))
+            same = recorded == mine
+            where = "" if same else _json_difference(recorded, mine)
+        if same:
+            continue
+        other = other_code(lock, stage)
+        links.append(
+            Link(
+                "inputs",
+                path,
+                "mismatch",
+                f"not what this checkout's code makes of the committed sources (what stages/{stage}.py does): {where}"
+                + (f" (stage {stage} ran other code: {', '.join(other[:3])})" if other else ""),
+            )
+        )
+    if not links:
+        links.append(
+            Link(
+                "inputs",
+                f"{paths.WORK} inputs",
+                "ok",
+                "documents, queries, qrels and judgments.json equal what this checkout's code makes of the "
+                "committed corpus, queries and judgments",
+            )
+        )
+    return inputs, links
+
+
+def _score_split(lock: Mapping[str, Any], metrics_file: str) -> str:
+    """The split the score stage scored (its ``--split`` in dvc.lock's command; dev by default)."""
+    for stage in lock.values():
+        if any(o["path"] == metrics_file for o in stage.get("outs") or []):
+            match = re.search(r"--split[ =](\w+)", str(stage.get("cmd", "")))
+            if match and match.group(1) in holdout.SCORE_SPLITS:
+                return match.group(1)
+    return "dev"
+
+
+def _slices_agree(recorded: Mapping[str, Any], computed: Mapping[str, Any]) -> bool:
+    """True when every slice mean of ``recorded`` is ``computed``'s (to the slice tolerance), and the blocks match."""
+    if set(recorded) != set(computed):
+        return False
+    for name, block in recorded.items():
+        other = computed[name]
+        if {k: v for k, v in block.items() if k != "mean"} != {k: v for k, v in other.items() if k != "mean"}:
+            return False
+        mine, theirs = block.get("mean") or {}, other.get("mean") or {}
+        if set(mine) != set(theirs) or any(_slice_link("", mine[m], theirs[m]).status != "ok" for m in mine):
+            return False
+    return True
+
+
+def _unique(links: Sequence[Link]) -> list[Link]:
+    return list(dict.fromkeys(links))
+
+
+def _json_difference(recorded: Any, expected: Any, where: str = "") -> str:
+    """Where two JSON values first differ: ``key.path: recorded X, expected Y``."""
+    if isinstance(recorded, dict) and isinstance(expected, dict):
+        for key in dict.fromkeys([*recorded, *expected]):
+            if key not in recorded:
+                return f"{where}{key} is missing (expected {_short(expected[key], 60)})"
+            if key not in expected:
+                return f"{where}{key} should not be there (holds {_short(recorded[key], 60)})"
+            if recorded[key] != expected[key]:
+                return _json_difference(recorded[key], expected[key], f"{where}{key}.")
+    if isinstance(recorded, list) and isinstance(expected, list) and len(recorded) == len(expected):
+        for i, (a, b) in enumerate(zip(recorded, expected)):
+            if a != b:
+                return _json_difference(a, b, f"{where}[{i}].")
+    return (
+        f"{where.rstrip('.') or 'the document'}: the file has {_short(recorded, 60)}, expected {_short(expected, 60)}"
+    )
+
+
+def _text_difference(recorded: str, expected: str) -> str:
+    """The first line where two texts differ."""
+    a, b = recorded.split("\n"), expected.split("\n")
+    for number, (x, y) in enumerate(zip(a, b), 1):
+        if x != y:
+            return f"line {number} reads {_short(x, 90)!s}, expected {_short(y, 90)!s}"
+    return f"{len(a)} lines, expected {len(b)}"
+
+
+NUMBER = re.compile(r"[-+]?\d+(?:[.,]\d+)*(?:e[-+]?\d+)?")
+
+
+def _numbers(text: str) -> list[str]:
+    return NUMBER.findall(text)
+
+
+def _number_difference(recorded: str, expected: str) -> str:
+    """The first line whose numbers differ (the lines' words may differ too)."""
+    a = [(n, _numbers(line), line) for n, line in enumerate(recorded.split("\n"), 1) if _numbers(line)]
+    b = [(n, _numbers(line), line) for n, line in enumerate(expected.split("\n"), 1) if _numbers(line)]
+    for (number, mine, line), (_, theirs, other) in zip(a, b):
+        if mine != theirs:
+            return f"line {number} reads {_short(line, 90)}, expected {_short(other, 90)}"
+    return f"{len(a)} lines with numbers, expected {len(b)}"
+
+
+def _frame_difference(recorded: pl.DataFrame, expected: pl.DataFrame, keys: Sequence[str]) -> str:
+    """Where two tables first differ: a column, a row count, or a cell named by its key columns."""
+    if recorded.columns != expected.columns:
+        return f"columns {recorded.columns}, expected {expected.columns}"
+    if recorded.height != expected.height:
+        return f"{recorded.height} rows, expected {expected.height}"
+    for column in recorded.columns:
+        a, b = recorded[column], expected[column]
+        if a.dtype != b.dtype:
+            return f"column {column} is {a.dtype}, expected {b.dtype}"
+        differs = ~(a.eq_missing(b)) if a.dtype != pl.Object else None
+        if differs is None or not differs.any():
+            continue
+        row = int(differs.arg_max())
+        where = ", ".join(f"{k} {recorded[k][row]}" for k in keys if k in recorded.columns and k != column)
+        return f"{column} of {where or f'row {row}'}: the file has {a[row]!r}, expected {b[row]!r}"
+    return "the tables differ"
+
+
+def other_code(lock: Mapping[str, Any], stage: str) -> list[str]:
+    """The code files a stage recorded in dvc.lock (its deps under stages/) whose md5 differs from
+    the file of the releval checkout doing the audit: empty when this code is the code that ran."""
+    import releval
+
+    code_root = Path(releval.__file__).resolve().parents[2]  # stages/releval/__init__.py -> the checkout
+    differ = []
+    for dep in (lock.get(stage) or {}).get("deps") or []:
+        path = str(dep.get("path", ""))
+        if not (path.startswith("stages/") and path.endswith(".py")):
+            continue
+        mine = code_root / path
+        if not mine.is_file() or hashlib.md5(mine.read_bytes()).hexdigest() != _entry_hash(dep):
+            differ.append(path)
+    return differ
 
 
 # Slice means: the metric engine averages each slice with a polars group_by, whose summation
@@ -1056,7 +2117,7 @@ def render_lineage(lineage: Lineage) -> str:
     writer = lineage.written_by
     lines = [
         f"releval audit: {ref.config_id} {ref.metric} = {lineage.value!r}",
-        f"  value      {METRICS_FILE} configs[{ref.config_id!r}]"
+        f"  value      {lineage.metrics_file} configs[{ref.config_id!r}]"
         + (f"[ops][{ref.metric.removeprefix('ops.')!r}]" if ref.is_ops else f"[{ref.metric!r}]"),
         f"  written by stage {writer.name} ({writer.cmd})" if writer else "  written by: no stage in dvc.lock",
         "  contract   "
@@ -1068,7 +2129,7 @@ def render_lineage(lineage: Lineage) -> str:
         f"  judgments  {lineage.judgments.get('version', c.get('judgments_version'))} "
         f"(source {lineage.judgments.get('source')}, sha256 {str(lineage.judgments.get('source_sha256'))[:16]}…)",
         f"  run        {lineage.run_dir}/run.parquet sha256 {str(lineage.run_sha256)[:16]}… "
-        f"(stage {lineage.run_stage}, {LINEAGE_FILE})",
+        f"(stage {lineage.run_stage}, {lineage.lineage_file})",
     ]
     for name, info in sorted(lineage.models.items()):
         lines.append(
@@ -1098,6 +2159,117 @@ def render_lineage(lineage: Lineage) -> str:
             else (", dirty: " + "; ".join(g["changes"][:8]) if g.get("dirty") else ", clean")
         )
     )
+    return "\n".join(lines)
+
+
+UNFOLDED = ("report",)  # checks whose every link `audit --all` prints: one per report file
+FOLD_UNAVAILABLE = ("run file",)  # one per configuration in a clone without the DVC cache: folded too
+
+
+@functools.lru_cache(maxsize=1)
+def auditing_code() -> dict[str, Any]:
+    """The code doing the audit: the releval package imported here (the audited tree's own code is
+    never imported or run). ``{"path", "commit", "dirty", "version"}``; commit and dirty are None
+    for a package that is not in a git checkout."""
+    import releval
+
+    package = Path(releval.__file__).resolve().parent
+    version = package_versions(("releval",))["releval"]
+    top = revisions.git_output(["rev-parse", "--show-toplevel"], package)
+    if not top:
+        return {"path": str(package), "commit": None, "dirty": None, "version": version}
+    top_dir = Path(top.strip())
+    state = revisions.code_state(top_dir, (package.relative_to(top_dir.resolve()).as_posix(),))
+    return {"path": str(package), "commit": revisions.head_commit(top_dir), "dirty": state["dirty"], "version": version}
+
+
+def auditing_code_line(code: Mapping[str, Any] | None = None) -> str:
+    """One line naming the code that did the audit."""
+    code = code or auditing_code()
+    if code.get("commit"):
+        what = f"the releval code of commit {code['commit'][:12]}" + (
+            " (with uncommitted changes)" if code.get("dirty") else ""
+        )
+    else:
+        what = f"releval {code.get('version')} (an installed package, no git commit)"
+    return f"audited with {what} at {code.get('path')}; no code of the audited tree was imported or run"
+
+
+def fold(links: Sequence[Link], keep: int = 1) -> list[Link]:
+    """``links`` with the OK links of each check that has more than ``keep`` of them folded into
+    one (the first of them named); every other link as it is, in order."""
+    counts: dict[str, int] = {}
+    for link in links:
+        if link.status == "ok":
+            counts[link.check] = counts.get(link.check, 0) + 1
+    absent: dict[str, int] = {}
+    for link in links:
+        if link.status == "unavailable" and link.check in FOLD_UNAVAILABLE:
+            absent[link.check] = absent.get(link.check, 0) + 1
+    out, folded = [], set()
+    for link in links:
+        if link.status == "unavailable" and absent.get(link.check, 0) > keep:
+            if (link.check, "unavailable") not in folded:
+                folded.add((link.check, "unavailable"))
+                out.append(
+                    Link(
+                        link.check,
+                        f"{absent[link.check]} links",
+                        "unavailable",
+                        f"the first: {link.subject}: {link.detail}",
+                    )
+                )
+            continue
+        if link.status != "ok" or counts[link.check] <= keep or link.check in UNFOLDED:
+            out.append(link)
+        elif link.check not in folded:
+            folded.add(link.check)
+            out.append(
+                Link(
+                    link.check,
+                    f"{counts[link.check]} links",
+                    "ok",
+                    f"all hold (the first: {link.subject}: {_short(link.detail, 90)})",
+                )
+            )
+    return out
+
+
+def render_summary(lineage: Lineage, verification: Verification, code: Mapping[str, Any] | None = None) -> str:
+    """One screen for one number: the value, OK or BROKEN with the broken links, and where it
+    came from (run, judgments, models, commit). :func:`render_lineage` and
+    :func:`render_verification` give all of it (``--verbose``)."""
+    ref, g = lineage.ref, lineage.git
+    field_path = f"[ops][{ref.metric.removeprefix('ops.')!r}]" if ref.is_ops else f"[{ref.metric!r}]"
+    lines = [
+        f"releval audit: {ref.config_id} {ref.metric} = {lineage.value!r}",
+        f"  value      {lineage.metrics_file} configs[{ref.config_id!r}]{field_path}",
+        f"  run        {lineage.run_dir}/run.parquet sha256 {str(lineage.run_sha256)[:12]}… "
+        f"(stage {lineage.run_stage})",
+        f"  judgments  {lineage.judgments.get('version', lineage.contract.get('judgments_version'))} "
+        f"({lineage.judgments.get('source')}, sha256 {str(lineage.judgments.get('source_sha256'))[:12]}…)",
+    ]
+    for name, info in sorted(lineage.models.items()):
+        lines.append(
+            f"  model      {name}: revision {info.get('revision')!r}, "
+            f"weights sha256 {str(info.get('weights_sha256'))[:12]}…"
+        )
+    dirty = "" if g.get("dirty") is None else (f", dirty ({len(g['changes'])} files)" if g.get("dirty") else ", clean")
+    lines.append(f"  commit     {g.get('commit') or '(none)'}{dirty}")
+    lines.append(f"  {auditing_code_line(code)}")
+    links = verification.links
+    counts = {word: sum(link.status == word for link in links) for word in ("ok", "note", "unavailable")}
+    broken = verification.broken
+    lines.append(
+        f"verification: {len(links)} links: {counts['ok']} OK, {counts['note']} notes, "
+        f"{counts['unavailable']} not available here, {len(broken)} broken"
+    )
+    for link in broken:
+        lines.append(
+            f"  {'BROKEN (' + link.status + ')':<20} {link.check:<10} {link.subject}: {_short(link.detail, 300)}"
+        )
+    lines.append(render_verification(links).splitlines()[-1])
+    lines.append("(the whole lineage and every link: --verbose)")
     return "\n".join(lines)
 
 

@@ -1,0 +1,265 @@
+"""`releval audit --all` trusts nothing it audits, and auditing a revision never runs that revision's code.
+
+One small real project (tests/support/audited_project.py: three configurations, every stage run by
+`dvc repro`, about 20 s) is built once for the module; each test that changes anything works on a
+copy. Each tamper below is followed by `dvc commit -f` where it applies, so that dvc.lock agrees
+with the tampered files and only the audit's own checks can tell.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from releval.provenance import archive
+from support.audited_project import make_audited_project
+from support.commands import run
+from support.projects import copy_project
+
+pytestmark = pytest.mark.slow
+
+CONFIG = "wordllama/c256"  # the configuration the tampers touch
+RUN = Path("data/work/runs/dense/wordllama/c256")
+JUDGMENTS = Path("data/judgments/v2/judgments.jsonl")
+
+
+@pytest.fixture(scope="module")
+def audited_project(tmp_path_factory) -> Path:
+    return make_audited_project(tmp_path_factory.mktemp("audited") / "project")
+
+
+def audit_cli(cwd: Path, *args: str):
+    return run([sys.executable, "-m", "releval.cli", "audit", *args], cwd, check=False)
+
+
+def broken_lines(stdout: str) -> list[str]:
+    return [line for line in stdout.splitlines() if "BROKEN (" in line and not line.startswith("result:")]
+
+
+# --------------------------------------------------------------------------- tampers
+
+
+def _other_number(text: str) -> str:
+    """The first 4-decimal number in ``text`` changed in its last digit."""
+    match = re.search(r"\d\.\d{4}", text)
+    assert match, text
+    number = match.group(0)
+    changed = number[:-1] + str((int(number[-1]) + 1) % 10)
+    return text[: match.start()] + changed + text[match.end() :]
+
+
+def _edit_table_row(path: Path, config_id: str) -> None:
+    """Change one number in the table row of ``config_id`` (a markdown table)."""
+    lines = path.read_text(encoding="utf-8").split("\n")
+    index = next(i for i, line in enumerate(lines) if line.startswith("|") and f"`{config_id}`" in line)
+    lines[index] = _other_number(lines[index])
+    path.write_text("\n".join(lines), encoding="utf-8")
+
+
+def _edit_json(path: Path, edit) -> None:
+    document = json.loads(path.read_text(encoding="utf-8"))
+    edit(document)
+    path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+
+
+def _edit_parquet(path: Path, column: str, where: pl.Expr, value) -> None:
+    table = pl.read_parquet(path)
+    first = where & (pl.int_range(pl.len()) == pl.int_range(pl.len()).filter(where).first())
+    edited = table.with_columns(pl.when(first).then(pl.lit(value)).otherwise(pl.col(column)).alias(column))
+    assert not edited.equals(table)
+    edited.write_parquet(path)
+
+
+def archived_run_score(project: Path) -> None:
+    store = archive.Archive(project / "data" / "archive")
+    entry = store.index().filter(pl.col("config_id") == CONFIG).row(0, named=True)
+    _edit_parquet(store.docs_file(entry["docs_sha256"]), "score", pl.lit(True), -5.0)
+
+
+def judgment_grade(project: Path) -> None:
+    qrels = pl.read_parquet(project / "data" / "work" / "qrels.parquet")
+    query_id, doc_id, grade = qrels.sort("query_id", "doc_id").row(0)
+    path = project / JUDGMENTS
+    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    for record in records:
+        if (record["query_id"], record["doc_id"]) == (query_id, doc_id):
+            record["grade"] = 0 if grade else 3
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+
+
+def quality_json_value(project: Path) -> None:
+    def edit(doc):
+        doc["ndcg@10"][CONFIG] = round(doc["ndcg@10"][CONFIG] + 0.01, 4)
+
+    _edit_json(project / "reports" / "quality.json", edit)
+
+
+def grid_md_number(project: Path) -> None:
+    _edit_table_row(project / "reports" / "grid.md", CONFIG)
+
+
+def report_md_number(project: Path) -> None:
+    _edit_table_row(project / "reports" / "report.md", CONFIG)
+
+
+def per_query_value(project: Path) -> None:
+    _edit_parquet(project / "reports" / "per_query.parquet", "ndcg@10", pl.col("config_id") == CONFIG, 0.123)
+
+
+def history_md_value(project: Path) -> None:
+    _edit_table_row(project / "reports" / "history.md", CONFIG)
+
+
+def history_parquet_value(project: Path) -> None:
+    _edit_parquet(project / "reports" / "history.parquet", "ndcg@10", pl.col("config_id") == CONFIG, 0.123)
+
+
+def configuration_removed(project: Path) -> None:
+    _edit_json(project / "reports" / "metrics.json", lambda doc: doc["configs"].pop(CONFIG))
+
+
+def metrics_value(project: Path) -> None:
+    def edit(doc):
+        doc["configs"][CONFIG]["map"] += 1e-12
+
+    _edit_json(project / "reports" / "metrics.json", edit)
+
+
+def metrics_ops_figure(project: Path) -> None:
+    def edit(doc):
+        doc["configs"][CONFIG]["ops"]["index_bytes"] += 1
+
+    _edit_json(project / "reports" / "metrics.json", edit)
+
+
+def metrics_slice_mean(project: Path) -> None:
+    def edit(doc):
+        block = next(iter(doc["configs"][CONFIG]["slices"].values()))
+        block["mean"]["ndcg@10"] = 0.5
+
+    _edit_json(project / "reports" / "metrics.json", edit)
+
+
+def run_row(project: Path) -> None:
+    _edit_parquet(project / RUN / "run.parquet", "score", pl.lit(True), -5.0)
+
+
+def qrels_grade(project: Path) -> None:
+    _edit_parquet(project / "data" / "work" / "qrels.parquet", "grade", pl.col("grade") >= 1, 0)
+
+
+def lineage_run_hash(project: Path) -> None:
+    def edit(doc):
+        doc[CONFIG]["run_sha256"] = "0" * 64
+
+    _edit_json(project / "reports" / "lineage.json", edit)
+
+
+def corpus_word(project: Path) -> None:
+    path = project / "data" / "pydocs" / "corpus.jsonl.gz"
+    with gzip.open(path, "rb") as fh:
+        text = fh.read()
+    edited = text.replace(b"Python", b"PYTHON", 1)
+    assert edited != text
+    with gzip.GzipFile(path, "wb", mtime=0) as fh:
+        fh.write(edited)
+
+
+def run_deleted(project: Path) -> None:
+    shutil.rmtree(project / RUN)
+
+
+# (tamper, `dvc commit -f` after it, what a BROKEN line of `audit --all` must name)
+TAMPERS = [
+    # what `audit --all` let through before (9)
+    (archived_run_score, True, "data/archive/docs/"),
+    (judgment_grade, True, JUDGMENTS.parent.as_posix()),
+    (quality_json_value, True, "reports/quality.json"),
+    (grid_md_number, True, "reports/grid.md"),
+    (report_md_number, True, "reports/report.md"),
+    (per_query_value, True, "reports/per_query.parquet"),
+    (history_md_value, True, "reports/history.md"),
+    (history_parquet_value, True, "reports/history.parquet"),
+    (configuration_removed, True, CONFIG),
+    (lineage_run_hash, True, f"{RUN.as_posix()}/run.parquet"),
+    (metrics_ops_figure, True, f"{CONFIG} ops.index_bytes"),
+    # what it caught already
+    (metrics_value, True, f"{CONFIG} map"),
+    (metrics_slice_mean, True, f"{CONFIG} slice"),
+    (run_row, True, f"{CONFIG} "),
+    (qrels_grade, True, "recompute"),
+    (corpus_word, False, "data/pydocs/corpus.jsonl.gz"),
+    (run_deleted, False, RUN.as_posix()),
+]
+
+
+@pytest.mark.parametrize("tamper,commit,named", TAMPERS, ids=[t[0].__name__ for t in TAMPERS])
+def test_every_tamper_makes_audit_all_exit_1_naming_the_broken_link(audited_project, tmp_path, tamper, commit, named):
+    project = copy_project(audited_project, tmp_path / "tampered")
+    tamper(project)
+    if commit:
+        run(["dvc", "commit", "-f", "-q"], project)
+        assert run(["dvc", "status", "-q"], project, check=False).returncode == 0  # DVC sees nothing wrong
+    result = audit_cli(project, "--all")
+    assert result.returncode == 1, result.stdout + result.stderr
+    broken = broken_lines(result.stdout)
+    assert any(named in line for line in broken), (named, broken, result.stdout)
+    assert "result: BROKEN" in result.stdout
+
+
+# --------------------------------------------------------------------------- auditing a revision runs none of its code
+
+
+def _plant(project: Path, marker: Path) -> None:
+    """Code that appends to ``marker`` wherever a revision could smuggle it into an audit: every
+    stage script, the package the stages import, the interpreter's start-up hooks, a pytest
+    conftest, and every command of dvc.yaml."""
+    line = f"import pathlib; pathlib.Path({str(marker)!r}).open('a').write(__file__ + '\\n')\n"
+    for script in sorted((project / "stages").glob("*.py")):
+        script.write_text(line + script.read_text(encoding="utf-8"), encoding="utf-8")
+    package = project / "stages" / "releval" / "__init__.py"
+    package.write_text(package.read_text(encoding="utf-8") + line, encoding="utf-8")
+    for name in ("sitecustomize.py", "usercustomize.py", "conftest.py", "stages/sitecustomize.py", "stages/evil.pth"):
+        (project / name).write_text(line if name.endswith(".py") else line.rstrip("\n") + "\n", encoding="utf-8")
+    dvc_yaml = project / "dvc.yaml"
+    command = f'python -c "import pathlib; pathlib.Path({str(marker)!r}).write_text(\'dvc.yaml\')" && '
+    dvc_yaml.write_text(dvc_yaml.read_text(encoding="utf-8").replace("cmd: ", "cmd: " + command), encoding="utf-8")
+
+
+def test_auditing_a_revision_never_imports_or_runs_its_code(audited_project, tmp_path):
+    project = copy_project(audited_project, tmp_path / "project")
+    marker = tmp_path / "the-revision-ran"
+    main = run(["git", "rev-parse", "--abbrev-ref", "HEAD"], project).stdout.strip()
+    run(["git", "checkout", "-q", "-b", "pull-request"], project)
+    _plant(project, marker)
+    run(["git", "add", "-A"], project)
+    run(["git", "commit", "-qm", "a pull request"], project)
+    run(["git", "checkout", "-q", main], project)
+    assert not marker.exists()
+
+    # A clone without the DVC cache: every input the numbers were scored on has to be rebuilt.
+    clone = tmp_path / "clone"
+    run(["git", "clone", "-q", str(project), str(clone)], tmp_path)
+    run(["git", "branch", "pull-request", "origin/pull-request"], clone)
+    assert not (clone / ".dvc" / "cache").exists()
+    auditor = run(["git", "rev-parse", "HEAD"], Path(__file__).parent).stdout.strip()
+    for where, args in (
+        (clone, ["--rev", "pull-request", "--all"]),
+        (clone, ["--rev", "pull-request", CONFIG, "ndcg@10"]),
+        (project, ["--rev", "pull-request", "--all"]),  # here the DVC cache restores data/work
+    ):
+        result = audit_cli(where, *args)
+        assert not marker.exists(), (args, marker.read_text(), result.stdout, result.stderr)
+        assert result.returncode in (0, 1), result.stdout + result.stderr
+        assert f"audited with the releval code of commit {auditor[:12]}" in result.stdout, result.stdout
+    # The clone's own `audit --all`, on its checkout of main: rebuilt by this checkout's code too.
+    result = audit_cli(clone, "--all")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "rebuilt from the committed sources" in result.stdout
