@@ -253,7 +253,7 @@ def small(tmp_path, monkeypatch) -> Path:
     (set_dir / "manifest.yaml").write_text(manifest.to_yaml())
     (root / "reports").mkdir()
     metrics = {
-        "contract": {"metrics": params["metric"]["metrics"]},
+        "contract": {"metrics": params["metric"]["metrics"], "judgments_sha256": manifest.judgments_sha256},
         "configs": {"bm25/c1": {"judged@2": 0.25}, "m1/c1": {"judged@2": 0.5}},
     }
     (root / "reports" / "metrics.json").write_text(json.dumps(metrics))
@@ -295,7 +295,9 @@ def test_summary_speaks_only_below_the_threshold(small, capsys):
     assert code == 0 and lines and all(line.startswith("WARNING: ") for line in lines)
     assert "judged@2 below 0.3 for 1 of 2 configurations" in lines[0]
     assert [line.split()[1] for line in lines[1:-1]] == ["bm25/c1"] and lines[1].split()[2:4] == ["0.25", "3"]
-    assert "4 distinct unjudged" in lines[-1] and "--parent data/judgments/v1" in lines[-1]
+    assert "4 distinct unjudged" in lines[-1]
+    # scores were reported from v1 (metrics.json's judgments_sha256): the advice is a revision of it
+    assert "--into data/judgments/v2 --parent data/judgments/v1, then score with it" in lines[-1]
     # Without metrics.json there is nothing to compare: a note on stderr, exit 0.
     (small / "reports" / "metrics.json").unlink()
     code, out, err = cli(capsys, "--missing", "--summary-if-below", 0.9)
