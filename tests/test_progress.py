@@ -57,6 +57,23 @@ def test_off_the_terminal_each_loop_prints_one_line_to_stderr(monkeypatch, capsy
     assert summary_pattern("bm25 c search", "10", "queries").fullmatch(lines[2]), lines[2]
 
 
+def test_a_long_loop_off_the_terminal_says_where_it_is_while_running(monkeypatch, capsys):
+    """Issue 27, seam 15: a 22-minute encode wrote nothing to a log that is not a terminal until it ended."""
+    monkeypatch.delenv(progress.ENVIRONMENT, raising=False)
+    monkeypatch.setattr(progress, "LINE_EVERY_SECONDS", 0.0)
+    with progress.tracker("encode m/c", 300, "chunks") as bar:
+        bar.update(100)
+        bar.update(200)
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 3
+    assert re.fullmatch(
+        r"encode m/c: 100 of 300 chunks \(33%\) in \d+\.\d s \([\d,]+\.\d chunks/s\), about [\d,]+ s left", lines[0]
+    )
+    assert re.fullmatch(r"encode m/c: 300 of 300 chunks \(100%\) in \d+\.\d s \([\d,]+\.\d chunks/s\)", lines[1])
+    assert summary_pattern("encode m/c", "300", "chunks").fullmatch(lines[2])
+    assert progress.running_line("pool", 5, None, "runs", 2.0) == "pool: 5 runs in 2.0 s (2.5 runs/s)"
+
+
 def test_a_loop_left_early_still_prints_its_one_line_with_what_was_done(monkeypatch, capsys):
     monkeypatch.setenv(progress.ENVIRONMENT, "line")
     for item in progress.progress(range(10), "pool", unit="runs"):

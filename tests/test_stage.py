@@ -71,3 +71,17 @@ def test_the_ingest_stage_warns_about_empty_texts_in_one_line(tmp_path):
     )
     assert result.stderr.splitlines() == [f"WARNING: {corpus}: 1 documents with an empty text kept: a (line 1)"]
     assert result.stdout.startswith("ingest: 2 documents")
+
+
+def test_a_stage_run_by_a_python_without_the_environment_says_activate_it():
+    """Issue 27, seam 3: `.venv/bin/dvc repro` without activation ran `python` (the system's) and every stage
+    failed with "No module named 'polars'". `-S` leaves site-packages out, as a Python without them would."""
+    import subprocess
+    import sys
+
+    from support import ROOT
+
+    done = subprocess.run([sys.executable, "-S", "stages/ingest.py"], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.count("\n") == 1
+    assert "lacks releval's dependencies (no module 'polars'): activate the project's environment" in done.stderr
