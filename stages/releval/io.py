@@ -10,6 +10,12 @@ Fault injection for tests: ``RELEVAL_FAULT=<point>@<path-suffix>`` makes the pro
 when an atomic write's target (given or resolved, as a POSIX string) ends with ``<path-suffix>``.
 ``before-rename``: the temporary file (fsynced) or directory is complete, nothing renamed yet.
 ``mid-write``: a byte writer has flushed its first chunk (at most half) into the temporary file.
+
+What a killed write leaves: its temporary sibling (``.releval-tmp-NAME.XXXXXXXX[SUFFIX]``), and, for
+a directory killed between its two renames, the previous directory moved aside as
+``.releval-old-NAME.PID`` with no ``NAME``. :func:`leftovers`, :func:`remove_leftovers` and
+:func:`restore_replaced_directory` find and undo them; call the last two only while no other process
+can be writing the same target (a lock the caller holds).
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import hashlib
 import io as _pyio
 import json
 import os
+import re
 import shutil
 import signal
 import tempfile
@@ -32,12 +39,17 @@ from releval.errors import InputError
 _DISK_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 
+TEMP_PREFIX = ".releval-tmp-"
+OLD_PREFIX = ".releval-old-"
+_RANDOM = "[a-z0-9_]{8}"  # tempfile's eight random characters
+
+
 @contextlib.contextmanager
 def atomic_path(target: str | os.PathLike, *, directory: bool = False) -> Iterator[Path]:
     """Yield a temporary path next to ``target``; on success move it into place atomically."""
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    prefix = f".releval-tmp-{target.name}."
+    prefix = f"{TEMP_PREFIX}{target.name}."
     if directory:
         tmp = Path(tempfile.mkdtemp(prefix=prefix, dir=target.parent))
     else:
@@ -51,7 +63,7 @@ def atomic_path(target: str | os.PathLike, *, directory: bool = False) -> Iterat
             _fault("before-rename", target)
             old = None
             if target.exists():
-                old = target.with_name(f".releval-old-{target.name}.{os.getpid()}")
+                old = target.with_name(f"{OLD_PREFIX}{target.name}.{os.getpid()}")
                 os.replace(target, old)
             os.replace(tmp, target)
             if old is not None:
@@ -71,6 +83,44 @@ def atomic_path(target: str | os.PathLike, *, directory: bool = False) -> Iterat
                 shutil.rmtree(tmp, ignore_errors=True)
             else:
                 tmp.unlink()
+
+
+def leftovers(target: str | os.PathLike) -> list[Path]:
+    """The temporary files and directories that killed atomic writes of ``target`` left beside it
+    (exactly the writer's names: another file's temporaries never match), sorted."""
+    target = Path(target)
+    if not target.parent.is_dir():
+        return []
+    name = re.escape(f"{TEMP_PREFIX}{target.name}.") + _RANDOM
+    pattern = re.compile(f"{name}(?:{re.escape(target.suffix)})?")
+    return sorted(p for p in target.parent.iterdir() if pattern.fullmatch(p.name))
+
+
+def remove_leftovers(target: str | os.PathLike) -> list[Path]:
+    """Remove :func:`leftovers` of ``target``; only while no other process can be writing it. Returns them."""
+    found = leftovers(target)
+    for path in found:
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+    return found
+
+
+def restore_replaced_directory(target: str | os.PathLike) -> Path | None:
+    """Put back the directory a write of ``target`` moved aside and was killed before replacing
+    (``target`` absent, one ``.releval-old-NAME.PID`` beside it); only while no other process can be
+    writing it. Returns the restored folder's former path, or None when there was nothing to restore."""
+    target = Path(target)
+    if target.exists() or target.is_symlink() or not target.parent.is_dir():
+        return None
+    pattern = re.compile(re.escape(f"{OLD_PREFIX}{target.name}.") + "[0-9]+")
+    moved = sorted(p for p in target.parent.iterdir() if pattern.fullmatch(p.name) and p.is_dir())
+    if not moved:
+        return None
+    newest = max(moved, key=lambda p: p.stat().st_mtime_ns)
+    os.replace(newest, target)
+    return newest
 
 
 def _fault(point: str, target: Path) -> None:
