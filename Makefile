@@ -10,7 +10,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: setup repro params test test-heavy test-fast lint bench bench-scale bench-incremental grid pydocs clean-venv
+.PHONY: setup repro params test test-heavy test-journeys test-fast lint bench bench-scale bench-incremental grid pydocs clean-venv
 
 setup: $(STAMP) $(WHEELS)/.downloaded
 
@@ -41,10 +41,16 @@ repro: params
 # pipeline (a fresh clone's repro, regrowing the grid, the holdout opening) run in make test-heavy.
 # CI runs both.
 test: setup
-	$(BIN)/python -m pytest -q -m "not heavy"
+	$(BIN)/python -m pytest -q -m "not heavy and not journey"
 
 test-heavy: setup
-	$(BIN)/python -m pytest -q -m heavy
+	$(BIN)/python -m pytest -q -m "heavy and not journey"
+
+# The journeys: the docs' own command blocks, typed as written, on fresh clones of HEAD (commit first):
+# the default grid, your own corpus with browser judging, BEIR labels, an external run, iterating, the
+# Python API, a teammate's clone. Each journey keeps its order, so random order is off. CI runs it.
+test-journeys: setup
+	$(BIN)/python -m pytest -q -p no:randomly -m journey tests/journeys
 
 # ruff: lint (pycodestyle, pyflakes) and format, both configured in pyproject.toml; CI runs it.
 lint: setup
@@ -52,7 +58,7 @@ lint: setup
 	$(BIN)/ruff format --check .
 
 test-fast: setup
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(BIN)/python -m pytest -q -m "not slow and not journey"
 
 bench: setup
 	$(BIN)/python -m pip install -q --disable-pip-version-check -c requirements/constraints.txt -e '.[test,bench]'

