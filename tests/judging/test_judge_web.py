@@ -6,20 +6,28 @@ import argparse
 import hashlib
 import json
 import os
+import queue
+import re
+import socket
 import subprocess
 import sys
 import threading
 import urllib.error
 import urllib.request
+from html.parser import HTMLParser
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import polars as pl
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from releval.commands import judge as judge_command
 from releval.errors import InputError
 from releval.judging import web
+from releval.judging import judge_page
 from releval.judging.judgments import Manifest, doc_lengths, load_version, validate_version
 from releval.retrieval import runs
 from support.browser import CHROMIUM, CHROMIUM_FLAGS
@@ -237,7 +245,8 @@ def test_every_grade_is_saved_at_once_and_a_new_desk_resumes_it(project):
         again.grade("q1", "sorting", 4)
     with pytest.raises(InputError, match="not a pair of this session"):
         again.grade("q1", "argparse", 2)
-    assert sorted(p.name for p in web.session_dir("data/judgments/v2").iterdir()) == ["alice.json", "assignment.json"]
+    listed = sorted(p.name for p in web.session_dir("data/judgments/v2").iterdir())
+    assert listed == [".set.lock", "alice.json", "assignment.json"]  # the first start wrote the assignment locked
 
 
 def test_a_save_killed_before_its_rename_leaves_the_previous_session_whole(project):
@@ -348,3 +357,369 @@ def test_the_command_finishes_from_the_session_and_shares_options_with_the_model
     assert alice_rows("data/judgments/v2") == {("q2", "io"): (2, "readline")}
     with pytest.raises(InputError, match="--annotator"):
         judge_command.run(parser.parse_args(["data/judgments/v2"]))
+
+
+# --------------------------------------------------------------------------- one writer per session (issue 27, seam 8)
+
+
+def releval(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+    """The real command, in the project (the fixture's working directory)."""
+    return subprocess.run(
+        [sys.executable, "-m", "releval.cli", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=timeout,
+    )
+
+
+def start_judge(*args: str) -> tuple[subprocess.Popen, str]:
+    """A real `releval judge ... --no-browser` process, once it prints its address."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "releval.cli", "judge", *args, "--no-browser"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in process.stdout], daemon=True).start()
+    while True:
+        try:
+            line = lines.get(timeout=120)
+        except queue.Empty:
+            process.kill()
+            raise AssertionError("the judging server printed no address in 120 s") from None
+        if found := re.search(r"open (http://127\.0\.0\.1:\d+/)", line):
+            return process, found.group(1)
+
+
+def stop(*processes: subprocess.Popen) -> None:
+    for process in processes:
+        if process.poll() is None:
+            process.kill()
+        process.wait(timeout=60)
+
+
+@pytest.mark.slow
+def test_one_server_per_set_and_annotator_and_a_killed_servers_lock_blocks_nothing(project):
+    v2 = "data/judgments/v2"
+    alice, url = start_judge(v2, "--annotator", "alice", "--second-annotator", "bob", "--double-share", "0.5")
+    started = [alice]
+    try:
+        for extra in ((), ("--finish",)):  # a second server, or a finish beside the page, would overwrite its session
+            second = releval("judge", v2, "--annotator", "alice", "--no-browser", *extra, timeout=120)
+            assert second.returncode == 2, second.stdout + second.stderr
+            said = second.stderr.strip().splitlines()
+            assert len(said) == 1 and f"pid {alice.pid}" in said[0] and url in said[0], said
+            assert "one server per set and annotator" in said[0]
+        bob, bob_url = start_judge(v2, "--annotator", "bob")  # double judging: another annotator beside her
+        started.append(bob)
+        assert call(url, "api/grade", {"query_id": "q1", "doc_id": "heapq", "grade": 1})[0] == 200
+        assert call(bob_url, "api/state")[0] == 200 and call(url, "api/state")[1]["graded"] == 1
+        alice.kill()
+        alice.wait(timeout=60)
+        again, again_url = start_judge(v2, "--annotator", "alice")  # the kernel dropped the killed one's lock
+        started.append(again)
+        assert call(again_url, "api/state")[1]["graded"] == 1
+    finally:
+        stop(*started)
+
+
+def grade_all(desk: web.Desk) -> dict[tuple[str, str], tuple[int, str | None]]:
+    """Grade every pair of the desk (notes on some); the rows the set should then hold."""
+    expected = {}
+    for i, (query_id, doc_id) in enumerate(desk.pairs):
+        notes = f"note {i}" if i % 2 else ""
+        desk.grade(query_id, doc_id, i % 4, notes)
+        expected[(query_id, doc_id)] = (i % 4, notes or None)
+    return expected
+
+
+# Every write a finish makes, killed: the graded pool half written and before its rename, the version
+# before its rename, and the version written but the session not told (what wedged the session before).
+FINISH_KILLS = {
+    "pool-half-written": "mid-write@v2.session/alice.graded.jsonl",
+    "pool-before-rename": "before-rename@v2.session/alice.graded.jsonl",
+    "version-before-rename": "before-rename@judgments/v2",
+    "version-written-session-not": "before-rename@v2.session/alice.json",
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("appends", [False, True], ids=["new-version", "append"])
+@pytest.mark.parametrize("fault", list(FINISH_KILLS.values()), ids=list(FINISH_KILLS))
+def test_a_finish_killed_anywhere_is_completed_by_the_next_with_no_grade_lost_or_doubled(project, fault, appends):
+    v2 = "data/judgments/v2"
+    desk = web.open_desk(v2, "alice")
+    expected = grade_all(desk)
+    if appends:  # v2 exists: the killed finish appends to it
+        desk.finish()
+        desk.add("q2", "argparse")  # one more pair, from the search box
+        desk.grade("q2", "argparse", 1, "added")
+        expected[("q2", "argparse")] = (1, "added")
+    killed = releval("judge", v2, "--annotator", "alice", "--finish", env={"RELEVAL_FAULT": fault})
+    assert killed.returncode == -9, killed.stdout + killed.stderr
+    finished = releval("judge", v2, "--annotator", "alice", "--finish")
+    assert finished.returncode == 0, finished.stdout + finished.stderr
+    assert "judge: " in finished.stdout and "problems" not in finished.stderr
+    queries = "".join(json.dumps({"query_id": q, "text": t, "split": "dev"}) + "\n" for q, t in QUERIES.items())
+    Path("queries.jsonl").write_text(queries)
+    valid = releval("validate", v2, "--queries", "queries.jsonl", "--corpus", "data/work/docs.parquet")
+    assert valid.returncode == 0, valid.stdout + valid.stderr
+    assert alice_rows(v2) == expected
+    judged = load_version(v2).judgments
+    assert judged.height == 1 + len(expected) == judged.unique(["query_id", "doc_id", "annotator"]).height
+    again = releval("judge", v2, "--annotator", "alice", "--finish")
+    assert again.returncode == 2 and "all were written already" in again.stderr
+    assert list(web.session_dir(v2).glob(".releval-tmp-*")) == []
+
+
+def test_a_version_killed_between_its_two_renames_is_put_back_before_anything_is_written(project):
+    v2 = Path("data/judgments/v2")
+    desk = web.open_desk(v2, "alice")
+    desk.grade("q1", "heapq", 2)
+    desk.finish()
+    desk.grade("q1", "sorting", 3)
+    # What io.atomic_path leaves when killed after moving the old version aside, before moving the new one in.
+    aside = v2.with_name(".releval-old-v2.4242")
+    os.replace(v2, aside)
+    resumed = web.open_desk(v2, "alice")  # without the old v2 it would make v2 again from v1, and lose q1/heapq
+    assert v2.is_dir() and not aside.exists()
+    resumed.finish()
+    assert alice_rows(str(v2)) == {("q1", "heapq"): (2, None), ("q1", "sorting"): (3, None)}
+
+
+@pytest.mark.slow
+def test_a_start_removes_the_temporary_files_of_its_annotators_killed_saves_and_a_normal_run_leaves_none(
+    project, capsys
+):
+    v2 = "data/judgments/v2"
+    web.open_desk(v2, "alice").grade("q1", "heapq", 0)
+    script = "from releval.judging import web; web.open_desk('data/judgments/v2', 'alice').grade('q1', 'sorting', 3)"
+    killed = subprocess.run(
+        [sys.executable, "-c", script],
+        env={**os.environ, "RELEVAL_FAULT": "before-rename@v2.session/alice.json"},
+        capture_output=True,
+        text=True,
+    )
+    assert killed.returncode == -9, killed.stderr
+    folder = web.session_dir(v2)
+    assert [p.name.split(".")[1] for p in folder.glob(".releval-tmp-*")] == ["releval-tmp-alice"]
+    others = [folder / ".releval-tmp-bob.json.abcdefgh.json", folder / "notes.releval-tmp-alice.json.txt"]
+    for path in others:  # bob's (his server may be writing it), and a file not of the writer's pattern
+        path.write_text("{}")
+    parser = argparse.ArgumentParser()
+    judge_command.configure(parser)
+    assert judge_command.run(parser.parse_args([v2, "--annotator", "alice", "--finish"])) == 0
+    assert "1 judgments of alice written" in capsys.readouterr().out
+    assert sorted(folder.glob("*releval-tmp-*")) == sorted(others)
+    for path in others:
+        path.unlink()
+    desk = web.open_desk(v2, "alice")
+    desk.grade("q2", "io", 1, "readline")
+    desk.finish()
+    assert [p for p in Path("data/judgments").rglob("*") if p.name.startswith(".releval-")] == []
+
+
+# --------------------------------------------------------------------------- requests the server refuses (seam 12)
+
+
+def exchange(url: str, data: bytes, timeout: float = 120) -> bytes:
+    """Send raw bytes to the server and read until it closes the connection."""
+    with socket.create_connection(("127.0.0.1", urlsplit(url).port), timeout=timeout) as sock:
+        sock.sendall(data)
+        received = b""
+        while chunk := sock.recv(1 << 16):
+            received += chunk
+    return received
+
+
+def answer(raw: bytes) -> tuple[int, dict]:
+    head, _, body = raw.partition(b"\r\n\r\n")
+    return int(head.split()[1]), json.loads(body)
+
+
+def post(path: str, body: bytes, *headers: str) -> bytes:
+    lines = [f"POST {path} HTTP/1.1", "Host: 127.0.0.1", "Content-Type: application/json", *headers]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
+
+
+def test_bodies_are_bounded_and_need_a_content_length_and_nothing_is_written(project):
+    desk = web.open_desk("data/judgments/v2", "alice")
+    server, url = serve(desk)
+    session = web.session_file("data/judgments/v2", "alice")
+    grade = json.dumps({"query_id": "q1", "doc_id": "heapq", "grade": 1, "notes": "x" * (1 << 20)}).encode()
+    try:
+        cases = {
+            "400 MB announced": (post("/api/grade", b"", "Content-Length: 400000000"), 413),
+            "1 MiB + notes, sent": (post("/api/grade", grade, f"Content-Length: {len(grade)}"), 413),
+            "no Content-Length": (post("/api/finish", b"{}"), 400),
+            "Content-Length -1": (post("/api/grade", b"{}", "Content-Length: -1"), 400),
+            "Content-Length abc": (post("/api/grade", b"{}", "Content-Length: abc"), 400),
+            "two Content-Lengths": (post("/api/grade", b"{}", "Content-Length: 2", "Content-Length: 3"), 400),
+        }
+        for name, (request, status) in cases.items():
+            got, said = answer(exchange(url, request))
+            assert (got, "\n" in said["error"]) == (status, False), (name, got, said)
+            assert call(url, "api/state")[0] == 200, name  # still serving
+        assert not session.exists()  # nothing graded, nothing written
+    finally:
+        server.shutdown()
+
+
+def test_a_client_that_stalls_is_let_go_and_the_server_serves_others_meanwhile(project):
+    server, url = serve(web.open_desk("data/judgments/v2", "alice"))
+    try:
+        port = urlsplit(url).port
+        stalled = []
+        for request in (post("/api/grade", b'{"query_id"', "Content-Length: 60"), b"GET /api/state HTTP/1.1\r\n"):
+            sock = socket.create_connection(("127.0.0.1", port), timeout=120)
+            sock.sendall(request)  # headers, then part of the body; or half the headers; then silence
+            stalled.append(sock)
+        assert call(url, "api/state")[0] == 200
+        for sock in stalled:
+            with sock:
+                received = b""
+                while chunk := sock.recv(1 << 16):  # the server closes it: no socket.timeout here
+                    received += chunk
+            assert received == b"" or answer(received)[0] == 408
+    finally:
+        server.shutdown()
+
+
+def test_bad_json_shapes_get_a_400_in_one_line_and_the_server_goes_on(project):
+    desk = web.open_desk("data/judgments/v2", "alice")
+    server, url = serve(desk)
+    cases = {
+        "list query_id": ("/api/grade", {"query_id": ["q1"], "doc_id": "heapq", "grade": 1}),
+        "object doc_id": ("/api/grade", {"query_id": "q1", "doc_id": {"a": 1}, "grade": 1}),
+        "text grade": ("/api/grade", {"query_id": "q1", "doc_id": "heapq", "grade": "1"}),
+        "number notes": ("/api/grade", {"query_id": "q1", "doc_id": "heapq", "grade": 1, "notes": 5}),
+        "lone surrogate": ("/api/grade", {"query_id": "q1", "doc_id": "heapq", "grade": 1, "notes": "\ud800"}),
+        "text advance": ("/api/grade", {"query_id": "q1", "doc_id": "heapq", "grade": 1, "advance": "no"}),
+        "list add": ("/api/add", {"query_id": ["q1"], "doc_id": "list"}),
+        "list move": ("/api/move", {"to": ["back"]}),
+    }
+    try:
+        requests = {name: (path, json.dumps(body).encode()) for name, (path, body) in cases.items()}
+        requests["100,000 nested lists"] = ("/api/grade", b"[" * 100_000 + b"]" * 100_000)
+        requests["not JSON"] = ("/api/grade", b"{'query_id': 'q1'}")
+        for name, (path, body) in requests.items():
+            got, said = answer(exchange(url, post(path, body, f"Content-Length: {len(body)}")))
+            assert (got, "\n" in said["error"]) == (400, False), (name, got, said)
+            assert call(url, "api/state")[1]["graded"] == 0, name
+        assert not web.session_file("data/judgments/v2", "alice").exists()
+    finally:
+        server.shutdown()
+
+
+# --------------------------------------------------------------------------- sessions are not committed (seam 12)
+
+
+def test_judging_sessions_are_git_ignored_in_this_project_and_in_a_dataset_init_dataset_makes():
+    from releval.judging.scaffold import DatasetFiles
+
+    root = Path(__file__).resolve().parents[2]
+    sessions = [
+        Path("data/judgments/v3.session/alice.json"),
+        Path("data/judgments/v3.session/alice.lock"),
+        web.session_file(DatasetFiles.of("mine").first_set, "alice"),
+    ]
+    for path in sessions:
+        checked = subprocess.run(
+            ["git", "check-ignore", "--no-index", "-v", path.as_posix()], cwd=root, capture_output=True, text=True
+        )
+        assert checked.returncode == 0 and "*.session/" in checked.stdout, (path, checked.stdout, checked.stderr)
+
+
+# --------------------------------------------------------------------------- the rubric, rendered safely (issue 29)
+
+HOSTILE_RUBRIC = """# Grading <em>rubric</em>
+
+Grade **what the user can do** with the *document*; see `notes`.
+
+<script>window.pwned = "script"</script>
+
+<img src=x onerror="window.pwned = 'img'">
+
+| Grade | Name <b onmouseover="window.pwned = 'cell'">x</b> |
+|---|---|
+| **3** | answers |
+
+- **Judge the text as shown.** Grade only the text
+  you can read.
+- A `<script>` in code stays text: [link](javascript:window.pwned='link')
+"""
+
+
+class _Tags(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.tags: list[tuple[str, list]] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, attrs))
+
+
+def tags_of(html: str) -> list[tuple[str, list]]:
+    parser = _Tags()
+    parser.feed(html)
+    return parser.tags
+
+
+def test_the_rubric_markdown_is_rendered_with_fixed_tags_and_its_html_only_as_text():
+    html = judge_page.render_markdown(HOSTILE_RUBRIC)
+    tags = tags_of(html)
+    assert {tag for tag, _ in tags} == {
+        "h1",
+        "p",
+        "strong",
+        "em",
+        "code",
+        "table",
+        "thead",
+        "tbody",
+        "tr",
+        "th",
+        "td",
+    } | {
+        "ul",
+        "li",
+    }
+    assert all(attrs == [] for _, attrs in tags)
+    assert "&lt;script&gt;window.pwned" in html and "&lt;img src=x onerror=" in html
+    shipped = judge_page.render_markdown((Path(__file__).resolve().parents[2] / "data/judgments/RUBRIC.md").read_text())
+    assert shipped.count("<h2>") == 2 and shipped.count("<tr>") == 5 and "<code>secrets</code>" in shipped
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("<>&\"'`*_#|-+>=/ \n\tab1.:")) | st.characters(), max_size=300))
+def test_whatever_the_rubric_holds_only_fixed_tags_without_attributes_come_out(text):
+    tags = tags_of(judge_page.render_markdown(text))
+    assert all(tag in judge_page.RUBRIC_TAGS and attrs == [] for tag, attrs in tags), tags
+
+
+@needs_chromium
+@pytest.mark.slow
+def test_the_page_shows_the_rubric_rendered_and_its_html_as_text_never_run(project):
+    from playwright.sync_api import sync_playwright
+
+    (project / "data/judgments/v1/RUBRIC.md").write_text(HOSTILE_RUBRIC)
+    server, url = serve(web.open_desk("data/judgments/v2", "alice"))
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        try:
+            page = browser.new_page()
+            page.set_default_timeout(30_000)
+            page.goto(url)
+            page.wait_for_selector("body[data-ready]")
+            assert page.inner_text("#rubric h1") == "Grading <em>rubric</em>"
+            assert page.inner_text("#rubric p strong") == "what the user can do"
+            assert page.locator("#rubric table th").count() == 2 and page.locator("#rubric li").count() == 2
+            shown = page.inner_text("#rubric")
+            assert '<script>window.pwned = "script"</script>' in shown and "<img src=x onerror=" in shown
+            assert page.locator("#rubric script, #rubric img, #rubric b, #rubric a").count() == 0
+            assert page.evaluate("typeof window.pwned") == "undefined"
+        finally:
+            browser.close()
+            server.shutdown()

@@ -19,7 +19,12 @@ document the pool missed for the query on screen. Every grade is saved at once, 
 ``--double-share S --second-annotator B``: a seeded share S of the queries (recorded) is also
 judged by B, who starts the same command with ``--annotator B`` and sees only those queries and
 only his own grades. "Finish" (the page's button, or ``--finish``) imports the annotator's grades
-into SET_DIR through the code of ``releval pool --import``: validated, manifest re-sealed.
+into SET_DIR through the code of ``releval pool --import``: validated, manifest re-sealed; a finish
+that was killed is completed by the next one.
+
+One server (or ``--finish``) per set and annotator at a time: a second is refused, naming the
+first's pid and address (``SET_DIR.session/<annotator>.lock``, an OS lock that a killed server does
+not leave behind). Another annotator of the same set starts his own beside it.
 """
 
 from __future__ import annotations
@@ -81,24 +86,26 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("name the judgment version to write into: releval judge SET_DIR", field="set_dir")
     if not args.annotator:
         raise InputError("the judging page needs --annotator NAME", file="<command line>", field="annotator")
-    desk = web.open_desk(
-        args.set_dir,
-        args.annotator,
-        pool=args.pool,
-        parent=args.parent,
-        queries=args.queries,
-        queries_format=args.queries_format,
-        corpus=args.corpus,
-        corpus_format=args.corpus_format,
-        depth=args.depth,
-        second=args.second_annotator,
-        double_share=args.double_share,
-        seed=args.seed,
-        date=args.date,
-    )
-    if args.finish:
-        return _finish(desk)
-    return _serve(web, desk, args.port, open_browser=not args.no_browser)
+    # One process per (set, annotator): a second server would overwrite the first one's session.
+    with web.claim(args.set_dir, args.annotator, "finish" if args.finish else "serve") as held:
+        desk = web.open_desk(
+            args.set_dir,
+            args.annotator,
+            pool=args.pool,
+            parent=args.parent,
+            queries=args.queries,
+            queries_format=args.queries_format,
+            corpus=args.corpus,
+            corpus_format=args.corpus_format,
+            depth=args.depth,
+            second=args.second_annotator,
+            double_share=args.double_share,
+            seed=args.seed,
+            date=args.date,
+        )
+        if args.finish:
+            return _finish(desk)
+        return _serve(web, desk, args.port, open_browser=not args.no_browser, held=held)
 
 
 def _finish(desk) -> int:
@@ -114,9 +121,10 @@ def _finish(desk) -> int:
     return 0
 
 
-def _serve(web, desk, port: int, *, open_browser: bool) -> int:
+def _serve(web, desk, port: int, *, open_browser: bool, held) -> int:
     server = web.make_server(desk, port)
     url = f"http://127.0.0.1:{server.server_address[1]}/"
+    held.note(doing="serve", url=url)  # a second start names this address
     state = desk.state()
     print(
         f"judge: {desk.annotator} on {desk.set_dir} — {state['graded']} of {state['total']} pairs graded; "

@@ -4,7 +4,151 @@ external asset, so it works offline and the package needs no package data.
 It shows what the JSON API gives: the query, the document, the annotator's own grade and notes,
 progress, the rubric and the scale. Keys: a grade's digit grades the pair and moves to the next
 ungraded one; Left/Right go back/skip; "/" focuses the search box; Escape leaves a text field.
+
+The rubric is Markdown, shown rendered by :func:`render_markdown`: every character of the file is
+HTML-escaped first, then a small subset of Markdown becomes a fixed set of tags without attributes,
+so no HTML of the file (a ``<script>``, an ``<img onerror>``) ever reaches the page as HTML.
 """
+
+from __future__ import annotations
+
+import html
+import re
+
+# The only tags render_markdown writes, never with an attribute.
+RUBRIC_TAGS = frozenset(
+    {"h1", "h2", "h3", "h4", "h5", "h6", "p", "ul", "ol", "li", "strong", "em", "code", "pre", "hr", "blockquote"}
+    | {"table", "thead", "tbody", "tr", "th", "td"}
+)
+
+_FENCE = re.compile(r"\s{0,3}(`{3,}|~{3,})")
+_HEADING = re.compile(r"\s{0,3}(#{1,6})(?:\s+(.*?))?(?:\s+#+)?\s*")
+_RULE = re.compile(r"\s{0,3}(?:(?:\*\s*){3,}|(?:-\s*){3,}|(?:_\s*){3,})")
+_ITEM = re.compile(r"(\s*)([-*+]|[0-9]{1,9}[.)])\s+(.*)")
+_QUOTE = re.compile(r"\s{0,3}>\s?(.*)")
+_TABLE_RULE = re.compile(r"\s*\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)*\|?\s*")
+_CODE_SPAN = re.compile(r"(`+)(.+?)\1", re.S)
+_STRONG = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*|(?<![A-Za-z0-9])__(?=\S)(.+?)(?<=\S)__(?![A-Za-z0-9])", re.S)
+_EM = re.compile(r"\*(?=\S)(.+?)(?<=\S)\*|(?<![A-Za-z0-9])_(?=\S)(.+?)(?<=\S)_(?![A-Za-z0-9])", re.S)
+
+
+def render_markdown(text: str) -> str:
+    """A rubric's Markdown as HTML, safely: headings, paragraphs, lists (an item's indented lines
+    continue it; nested items are shown flat), block quotes (one paragraph), fenced code, rules,
+    simple pipe tables, and inline bold, italic and code. Links, images and raw HTML stay text.
+    Only :data:`RUBRIC_TAGS` are written, with no attribute, around text :func:`html.escape` escaped."""
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if not line.strip():
+            i += 1
+        elif fence := _FENCE.match(line):
+            close = fence.group(1)[0] * len(fence.group(1))
+            body, i = [], i + 1
+            while i < len(lines) and not lines[i].strip().startswith(close):
+                body.append(lines[i])
+                i += 1
+            out.append(f"<pre><code>{html.escape(chr(10).join(body))}</code></pre>")
+            i += 1
+        elif heading := _HEADING.fullmatch(line):
+            level = len(heading.group(1))
+            out.append(f"<h{level}>{_inline(heading.group(2) or '')}</h{level}>")
+            i += 1
+        elif _RULE.fullmatch(line):
+            out.append("<hr>")
+            i += 1
+        elif "|" in line and i + 1 < len(lines) and "-" in lines[i + 1] and _TABLE_RULE.fullmatch(lines[i + 1]):
+            rows, i = [_cells(line)], i + 2
+            while i < len(lines) and lines[i].strip() and "|" in lines[i]:
+                rows.append(_cells(lines[i]))
+                i += 1
+            out.append(_table(rows))
+        elif _ITEM.fullmatch(line):
+            i = _list(lines, i, out)
+        elif _QUOTE.match(line):
+            quoted = []
+            while i < len(lines) and (found := _QUOTE.match(lines[i])):
+                quoted.append(found.group(1))
+                i += 1
+            out.append(f"<blockquote><p>{_inline(' '.join(q.strip() for q in quoted))}</p></blockquote>")
+        else:
+            paragraph, i = [line.strip()], i + 1
+            while i < len(lines) and lines[i].strip() and not _starts_block(lines, i):
+                paragraph.append(lines[i].strip())
+                i += 1
+            out.append(f"<p>{_inline(' '.join(paragraph))}</p>")
+    return "\n".join(out)
+
+
+def _starts_block(lines: list[str], i: int) -> bool:
+    line = lines[i]
+    return bool(
+        _FENCE.match(line)
+        or _HEADING.fullmatch(line)
+        or _RULE.fullmatch(line)
+        or _ITEM.fullmatch(line)
+        or _QUOTE.match(line)
+        or ("|" in line and i + 1 < len(lines) and _TABLE_RULE.fullmatch(lines[i + 1]) and "-" in lines[i + 1])
+    )
+
+
+def _list(lines: list[str], i: int, out: list[str]) -> int:
+    """One list (ordered or not, as its first item): items and their continuation lines, flat."""
+    first = _ITEM.fullmatch(lines[i])
+    assert first is not None
+    tag = "ol" if first.group(2)[0].isdigit() else "ul"
+    items: list[list[str]] = []
+    while i < len(lines):
+        line = lines[i]
+        item = _ITEM.fullmatch(line)
+        if item:
+            items.append([item.group(3).strip()])
+        elif line.strip() and line[:1] in (" ", "\t") and items:
+            items[-1].append(line.strip())  # an indented line continues the item
+        elif not line.strip() and i + 1 < len(lines) and _ITEM.fullmatch(lines[i + 1]):
+            pass  # a blank line between items
+        else:
+            break
+        i += 1
+    body = "".join(f"<li>{_inline(' '.join(parts))}</li>" for parts in items)
+    out.append(f"<{tag}>{body}</{tag}>")
+    return i
+
+
+def _cells(line: str) -> list[str]:
+    line = line.strip()
+    line = line[1:] if line.startswith("|") else line
+    line = line[:-1] if line.endswith("|") and not line.endswith("\\|") else line
+    return [cell.strip().replace("\\|", "|") for cell in re.split(r"(?<!\\)\|", line)]
+
+
+def _table(rows: list[list[str]]) -> str:
+    width = len(rows[0])
+    head = "".join(f"<th>{_inline(cell)}</th>" for cell in rows[0])
+    body = "".join(
+        "<tr>" + "".join(f"<td>{_inline(cell)}</td>" for cell in (row + [""] * width)[:width]) + "</tr>"
+        for row in rows[1:]
+    )
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _inline(text: str) -> str:
+    """Escaped text with code spans, bold and italic; what a code span holds is left as it is."""
+    out, last = [], 0
+    for span in _CODE_SPAN.finditer(text):
+        out.append(_emphasis(html.escape(text[last : span.start()])))
+        out.append(f"<code>{html.escape(span.group(2).strip())}</code>")
+        last = span.end()
+    out.append(_emphasis(html.escape(text[last:])))
+    return "".join(out)
+
+
+def _emphasis(escaped: str) -> str:
+    escaped = _STRONG.sub(lambda m: f"<strong>{m.group(1) or m.group(2)}</strong>", escaped)
+    return _EM.sub(lambda m: f"<em>{m.group(1) or m.group(2)}</em>", escaped)
+
 
 PAGE_HTML = r"""<!doctype html>
 <html lang="en">
@@ -22,7 +166,13 @@ PAGE_HTML = r"""<!doctype html>
   #doc-title { font-weight: 600; margin: .4em 0; }
   #doc-text { white-space: pre-wrap; max-height: 55vh; overflow: auto; border-top: 1px solid #eee; padding-top: .5em;
               font-family: ui-monospace, monospace; font-size: 13px; }
-  #rubric { white-space: pre-wrap; max-height: 45vh; overflow: auto; font-size: 13px; }
+  #rubric { max-height: 45vh; overflow: auto; font-size: 13px; }
+  #rubric h1, #rubric h2, #rubric h3, #rubric h4 { font-size: 1.1em; margin: .8em 0 .3em; }
+  #rubric p, #rubric ul, #rubric ol { margin: .4em 0; }
+  #rubric table { border-collapse: collapse; margin: .4em 0; }
+  #rubric th, #rubric td { border: 1px solid #d0d7de; padding: .2em .4em; vertical-align: top; text-align: left; }
+  #rubric code { font-family: ui-monospace, monospace; background: #f6f8fa; }
+  #rubric pre { white-space: pre-wrap; background: #f6f8fa; padding: .4em; }
   .grades button { min-width: 3.2em; margin: .2em .2em .2em 0; padding: .4em .6em; border: 1px solid #8c959f;
                    border-radius: 4px; background: #f6f8fa; cursor: pointer; }
   .grades button.chosen { background: #0969da; color: #fff; border-color: #0969da; }
@@ -218,7 +368,8 @@ $("search-form").onsubmit = (event) => { event.preventDefault(); search($("searc
     const setup = await call("/api/setup");
     scale = setup.scale;
     $("who").textContent = `${setup.annotator} judging ${setup.set}`;
-    $("rubric").textContent = setup.rubric;
+    // Rendered by the server from escaped text: render_markdown writes no tag of the file.
+    $("rubric").innerHTML = setup.rubric_html;
     for (const s of scale) {
       const button = document.createElement("button");
       button.dataset.grade = s.grade;

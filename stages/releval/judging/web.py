@@ -19,14 +19,37 @@ nothing, and restarting continues on the pair that was on screen.
 Finishing writes the session's graded pairs as a filled pool file
 (``SET_DIR.session/<annotator>.graded.jsonl``, the columns of ``releval pool``) and imports it with
 :func:`releval.judging.pool.import_filled_pool`, the code of ``releval pool --import``: the same
-validation against the set's scale, the queries and the corpus, and a re-sealed manifest.
+validation against the set's scale, the queries and the corpus, and a re-sealed manifest. What is
+written is decided by the set itself, not by the session's record of it: a grade is pending unless
+the set holds it (same pair, annotator, grade and notes), so a finish killed anywhere (after the
+version was written but before the session said so included) is completed by the next one, with
+no grade lost or written twice. A version killed between the two renames that replace it is put
+back first (:func:`releval.io.restore_replaced_directory`).
+
+One writer at a time. A server or ``--finish`` holds :class:`Claim`, an exclusive ``flock`` on
+``SET_DIR.session/<annotator>.lock`` that the kernel drops when the process ends, however it
+ends: a second one for the same set and annotator is refused, naming the first (pid, address);
+another annotator of the same set is not. Writers of the set and of the assignment (every
+annotator's finish, a first start) take ``SET_DIR.session/.set.lock`` in turn. At its start a
+claim removes the temporary files that killed saves of that annotator's files left.
+
+The server answers 127.0.0.1 only, reads a request body of at most :data:`MAX_BODY` bytes with
+a ``Content-Length``, gives up on a client silent for :data:`READ_TIMEOUT` seconds, and answers
+every bad request with a status and a one-line JSON error (``{"error": ...}``), never a dropped
+connection.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
+import os
 import random
 import re
+import secrets
+import socket
+import sys
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -39,14 +62,17 @@ import polars as pl
 from releval import io
 from releval.errors import InputError, InputErrors
 from releval.judging import judgments as jmod
-from releval.judging.judge_page import PAGE_HTML
+from releval.judging.judge_page import PAGE_HTML, render_markdown
 from releval.judging.pool import POOL_COLUMNS, PoolImport, snippet, write_pool
 
 Pair = tuple[str, str]
 
 SESSION_SUFFIX = ".session"
 ASSIGNMENT_NAME = "assignment.json"
+SET_LOCK_NAME = ".set.lock"  # an annotator's name starts with a letter or digit: never this
 SEARCH_RESULTS = 10
+MAX_BODY = 1 << 20  # bytes of a request body: a grade and its notes are far less
+READ_TIMEOUT = 5.0  # seconds a request may leave the server waiting for its next bytes
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
@@ -67,6 +93,106 @@ def checked_name(name: str | None, option: str) -> str:
             f"expected a name of letters, digits, '.', '_', '-', got {name!r}", file="<command line>", field=option
         )
     return name
+
+
+# --------------------------------------------------------------------------- who writes: locks
+
+
+def _lock_file(path: Path) -> int:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return os.open(path, os.O_RDWR | os.O_CREAT, 0o666)  # not inherited by a child (PEP 446)
+
+
+@contextlib.contextmanager
+def set_lock(set_dir: str | Path):
+    """The writers of the set and of its assignment, one at a time: every annotator's finish, a first start."""
+    fd = _lock_file(session_dir(set_dir) / SET_LOCK_NAME)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # drops the lock
+
+
+class Claim:
+    """This process's hold on one annotator's session of a set: an exclusive ``flock`` on
+    ``SET_DIR.session/<annotator>.lock``. The kernel drops it when the process ends, however it ends,
+    so a killed server never leaves a lock that blocks; the file's text says who holds it."""
+
+    def __init__(self, set_dir: str | Path, annotator: str, doing: str):
+        self.set_dir = Path(set_dir)
+        self.annotator = checked_name(annotator, "annotator")
+        self.path = session_dir(set_dir) / f"{annotator}.lock"
+        self._fd: int | None = _lock_file(self.path)
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self._fd)
+            self._fd = None
+            raise InputError(self._held_by(), file=str(self.path), field="annotator") from None
+        self.note(doing=doing)
+
+    def note(self, **facts: Any) -> None:
+        """Record who holds the lock (this pid) and ``facts`` (what it does, its address) in the file."""
+        if self._fd is None:
+            return
+        data = json.dumps({"pid": os.getpid(), **facts}).encode("utf-8")
+        os.ftruncate(self._fd, 0)
+        os.pwrite(self._fd, data, 0)
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> "Claim":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.release()
+
+    def _held_by(self) -> str:
+        try:
+            holder = json.loads(self.path.read_text(encoding="utf-8"))
+            holder = holder if isinstance(holder, dict) else {}
+        except (OSError, ValueError):
+            holder = {}  # locked, not yet written
+        facts = [f"pid {holder['pid']}" if isinstance(holder.get("pid"), int) else "pid unknown"]
+        if isinstance(holder.get("url"), str):
+            facts.append(holder["url"])
+        who, said = f"{self.annotator} on {self.set_dir}", ", ".join(facts)
+        if holder.get("doing") == "finish":
+            return f"the grades of {who} are being written by `releval judge --finish` ({said}); wait for it"
+        return (
+            f"a judging server of {who} is running ({said}): one server per set and annotator, "
+            "or the second overwrites the first's grades; use its page (its finish button writes the grades), "
+            "or stop it first"
+        )
+
+
+def claim(set_dir: str | Path, annotator: str, doing: str = "serve") -> Claim:
+    """Hold ``annotator``'s session of ``set_dir`` for this process (``doing``: serve or finish), or an
+    InputError naming the process that holds it; then remove what killed saves of this annotator's
+    files (and of the assignment) left in the session folder."""
+    held = Claim(set_dir, annotator, doing)
+    folder = session_dir(set_dir)
+    for name in (f"{held.annotator}.json", f"{held.annotator}.graded.jsonl"):
+        io.remove_leftovers(folder / name)
+    with set_lock(set_dir):
+        io.remove_leftovers(folder / ASSIGNMENT_NAME)
+    return held
+
+
+def restore_set(set_dir: str | Path) -> bool:
+    """Put back a version that a write killed between its two renames left moved aside (and absent)."""
+    set_dir = Path(set_dir)
+    if set_dir.exists() or not set_dir.parent.is_dir():
+        return False
+    aside = f"{io.OLD_PREFIX}{set_dir.name}."
+    if not any(p.name.startswith(aside) for p in set_dir.parent.iterdir()):
+        return False
+    with set_lock(set_dir):
+        return io.restore_replaced_directory(set_dir) is not None
 
 
 # --------------------------------------------------------------------------- the assignment
@@ -277,6 +403,7 @@ class Desk:
             "set": self.set_dir.name,
             "scale": [{"grade": g, "label": self.material.scale[g]} for g in sorted(self.material.scale)],
             "rubric": self.material.rubric,
+            "rubric_html": render_markdown(self.material.rubric),
         }
 
     def state(self) -> dict[str, Any]:
@@ -328,6 +455,11 @@ class Desk:
                 )
             if not isinstance(notes, str):
                 raise InputError(f"expected text, got {notes!r}", field="notes")
+            if not notes.isascii():
+                try:
+                    notes.encode("utf-8")
+                except UnicodeEncodeError as exc:
+                    raise InputError(f"not text: a lone surrogate at character {exc.start}", field="notes") from None
             self.session.grades[pair] = {"grade": grade, "notes": notes.strip()}
             self.session.imported.discard(pair)  # a changed grade is imported again (and refused if it repeats)
             if advance:
@@ -340,7 +472,7 @@ class Desk:
 
     def move(self, to: str) -> dict[str, Any]:
         with self._lock:
-            if to not in ("back", "skip"):
+            if not isinstance(to, str) or to not in ("back", "skip"):
                 raise InputError(f"expected back or skip, got {to!r}", field="to")
             if self._pairs and self.session.cursor is not None:
                 here = self._pairs.index(self.session.cursor)
@@ -376,6 +508,7 @@ class Desk:
 
     def add(self, query_id: str, doc_id: str) -> dict[str, Any]:
         """A document the pool missed becomes a pair of this query, and the pair on screen."""
+        _check_ids(query_id, doc_id)
         with self._lock:
             if query_id not in {q for q, _ in self._pairs}:
                 raise InputError(f"query {query_id!r} has no pairs in this session", field="query_id")
@@ -393,35 +526,67 @@ class Desk:
             return self._state()
 
     def finish(self) -> dict[str, Any]:
-        """Import the grades not imported yet into the set, through `releval pool --import`'s code."""
-        with self._lock:
-            pending = sorted(pair for pair in self.session.grades if pair not in self.session.imported)
+        """Import the grades the set does not hold yet, through `releval pool --import`'s code.
+
+        The set decides what is pending (:meth:`_in_set`), so this is idempotent: a finish killed at
+        any point, the version written and the session not told included, is completed by the next."""
+        with self._lock, set_lock(self.set_dir):
+            restore_set_locked(self.set_dir)
+            written = self._in_set()
+            found = {pair for pair in written if pair not in self.session.imported}  # a stopped finish wrote them
+            if written != self.session.imported:
+                self.session.imported = written
+                self._save()
+            pending = sorted(pair for pair in self.session.grades if pair not in written)
+            ungraded = len(self._pairs) - sum(1 for p in self._pairs if p in self.session.grades)
+            already = (
+                f"{len(found)} grades of {self.annotator} were in {self.set_dir.name} already "
+                "(written by a finish that was stopped before it recorded them)"
+            )
+            if not pending and found:
+                return {"version": self.set_dir.name, "added": 0, "ungraded": ungraded, "message": already}
             if not pending:
                 raise InputError(
-                    "no new grades to write" + (" (all were written already)" if self.session.imported else ""),
+                    "no new grades to write" + (" (all were written already)" if written else ""),
                     file=str(self.path),
                     field="grades",
                 )
             filled = session_dir(self.set_dir) / f"{self.annotator}.graded.jsonl"
             write_pool(filled, self._filled_pool(pending))
             result = self.importer(filled)
-            self.session.imported |= set(pending)
+            self.session.imported = written | set(pending)
             self._save()
             moved = "" if result.idcg_moved is None else f"; IDCG@10 moved for {result.idcg_moved} queries"
             return {
                 "version": result.judgment_set.version,
                 "added": result.added,
-                "ungraded": len(self._pairs) - sum(1 for p in self._pairs if p in self.session.grades),
+                "ungraded": ungraded,
                 "message": (
                     f"{result.added} judgments of {self.annotator} written to {result.judgment_set.version} "
                     f"({self.set_dir}){moved}; manifest sealed with judgments_sha256 "
-                    f"{result.judgment_set.manifest.judgments_sha256[:12]}…"
+                    f"{result.judgment_set.manifest.judgments_sha256[:12]}…" + (f"; {already}" if found else "")
                 ),
             }
 
     # ---- internals
 
+    def _in_set(self) -> set[Pair]:
+        """The session's grades that the set holds as they are: same pair, annotator, grade and notes."""
+        if not self.set_dir.is_dir():
+            return set()
+        rows = jmod.load_version(self.set_dir).judgments.filter(pl.col("annotator") == self.annotator)
+        held = {
+            (q, d): (grade, notes or "")
+            for q, d, grade, notes in rows.select("query_id", "doc_id", "grade", "notes").iter_rows()
+        }
+        return {
+            pair
+            for pair, given in self.session.grades.items()
+            if held.get(pair) == (given["grade"], given.get("notes") or "")
+        }
+
     def _known_pair(self, query_id: Any, doc_id: Any) -> Pair:
+        _check_ids(query_id, doc_id)
         pair = (query_id, doc_id)
         if pair not in set(self._pairs):
             raise InputError(f"({query_id!r}, {doc_id!r}) is not a pair of this session", field="doc_id")
@@ -478,6 +643,18 @@ class Desk:
         save_session(self.path, self.session)
 
 
+def _check_ids(query_id: Any, doc_id: Any) -> None:
+    for name, value in (("query_id", query_id), ("doc_id", doc_id)):
+        if not isinstance(value, str):
+            raise InputError(f"expected an id (text), got {type(value).__name__}", field=name)
+
+
+def restore_set_locked(set_dir: Path) -> None:
+    """:func:`restore_set` for a caller holding :func:`set_lock`."""
+    if not set_dir.exists():
+        io.restore_replaced_directory(set_dir)
+
+
 def _search_tokens():
     from releval.retrieval.bm25 import TokenizerConfig
 
@@ -498,9 +675,22 @@ def make_server(desk: Desk, port: int = 0) -> ThreadingHTTPServer:
     return server
 
 
+class _Refused(Exception):
+    """A request answered with an error status before its action ran."""
+
+    def __init__(self, status: int, message: str, unread: int = 0):
+        super().__init__(message)
+        self.status, self.message, self.unread = status, message, unread
+
+
+_BYTE_COUNT = re.compile(r"[0-9]{1,18}")
+_DRAIN = 4 * MAX_BODY  # bytes of a refused body read and dropped, so the client gets the answer, not a reset
+
+
 class _Handler(BaseHTTPRequestHandler):
     desk: Desk
     server_version = "releval-judge"
+    timeout = READ_TIMEOUT  # StreamRequestHandler sets it on the socket: a silent client is let go
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
         pass  # the terminal shows the URL and the finish message, not every request
@@ -510,7 +700,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         url = urlsplit(self.path)
         if url.path in ("/", "/index.html"):
-            self._send(200, PAGE_HTML.encode("utf-8"), "text/html; charset=utf-8")
+            self._page()
         elif url.path == "/api/setup":
             self._answer(self.desk.setup)
         elif url.path == "/api/state":
@@ -524,43 +714,88 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         if not self._local_host():
             return
-        # JSON only: a page of another site cannot send it here without a preflight this server refuses.
-        if self.headers.get("Content-Type", "").split(";")[0].strip() != "application/json":
-            self._json(415, {"error": "expected application/json"})
-            return
         try:
-            length = int(self.headers.get("Content-Length") or 0)
-            body = json.loads(self.rfile.read(length) or b"{}")
-        except ValueError:
-            self._json(400, {"error": "the request body is not JSON"})
+            body = self._body()
+        except _Refused as refused:
+            self._json(refused.status, {"error": refused.message}, close=True)
+            self._drain(refused.unread)
             return
-        if not isinstance(body, dict):
-            self._json(400, {"error": "expected a JSON object"})
-            return
+
+        def advance() -> bool:
+            value = body.get("advance", True)
+            if not isinstance(value, bool):
+                raise InputError(f"expected true or false, got {type(value).__name__}", field="advance")
+            return value
+
         actions: dict[str, Callable[[], Any]] = {
             "/api/grade": lambda: self.desk.grade(
-                body.get("query_id"),
-                body.get("doc_id"),
-                body.get("grade"),
-                body.get("notes", ""),
-                advance=bool(body.get("advance", True)),
-            ),  # fmt: skip
+                body.get("query_id"), body.get("doc_id"), body.get("grade"), body.get("notes", ""), advance=advance()
+            ),
             "/api/move": lambda: self.desk.move(body.get("to")),
             "/api/add": lambda: self.desk.add(body.get("query_id"), body.get("doc_id")),
             "/api/finish": self.desk.finish,
         }
         action = actions.get(urlsplit(self.path).path)
         if action is None:
-            self._json(404, {"error": f"no such action: {self.path}"})
+            self._json(404, {"error": f"no such action: {urlsplit(self.path).path}"})
             return
         self._answer(action)
+
+    def _body(self) -> dict[str, Any]:
+        """The request's JSON object, read within the limits; _Refused (status, one line) otherwise."""
+        # JSON only: a page of another site cannot send it here without a preflight this server refuses.
+        if self.headers.get("Content-Type", "").split(";")[0].strip() != "application/json":
+            raise _Refused(415, "expected application/json")
+        if self.headers.get("Transfer-Encoding") is not None:
+            raise _Refused(400, "a body sent in chunks is not accepted: send it with a Content-Length")
+        given = self.headers.get_all("Content-Length") or []
+        if not given:
+            raise _Refused(400, "the request has no Content-Length")
+        if len({value.strip() for value in given}) > 1:
+            raise _Refused(400, f"the request has {len(given)} different Content-Length headers")
+        text = given[0].strip()
+        if not _BYTE_COUNT.fullmatch(text):
+            raise _Refused(400, f"expected Content-Length to be a count of bytes, got {text[:40]!r}")
+        length = int(text)
+        if length > MAX_BODY:
+            raise _Refused(413, f"the request body has {length} bytes; at most {MAX_BODY} are accepted", length)
+        try:
+            data = self.rfile.read(length)
+        except TimeoutError:
+            raise _Refused(408, f"the request body did not come within {READ_TIMEOUT:g} s") from None
+        if len(data) < length:
+            raise _Refused(400, f"the request body ended after {len(data)} of its {length} bytes")
+        try:
+            body = json.loads(data or b"{}")
+        except (ValueError, RecursionError):
+            raise _Refused(400, "the request body is not JSON (or nests too deep)") from None
+        if not isinstance(body, dict):
+            raise _Refused(400, "expected a JSON object")
+        return body
+
+    def _drain(self, unread: int) -> None:
+        """After refusing a body unread: say we are done, then read and drop some of it (a client still
+        sending would otherwise get a reset instead of the answer)."""
+        if unread <= 0:
+            return
+        try:
+            self.wfile.flush()
+            self.connection.shutdown(socket.SHUT_WR)
+            left = min(unread, _DRAIN)
+            while left > 0:
+                chunk = self.rfile.read1(min(left, 1 << 16))
+                if not chunk:
+                    break
+                left -= len(chunk)
+        except OSError:  # TimeoutError included: the client stopped sending
+            pass
 
     def _local_host(self) -> bool:
         """Refuse a Host header naming anything but this machine (a DNS-rebinding page)."""
         host = (self.headers.get("Host") or "").rsplit(":", 1)[0]
         if host in ("127.0.0.1", "localhost"):
             return True
-        self._json(403, {"error": "this server answers only to 127.0.0.1 or localhost"})
+        self._json(403, {"error": "this server answers only to 127.0.0.1 or localhost"}, close=True)
         return False
 
     def _answer(self, action: Callable[[], Any]) -> None:
@@ -572,16 +807,38 @@ class _Handler(BaseHTTPRequestHandler):
         except InputError as exc:
             self._json(400, {"error": str(exc)})
             return
+        except Exception as exc:  # noqa: BLE001 - a bug answers 500 in one line; the server goes on serving
+            line = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
+            print(f"judge: internal error on {self.command} {urlsplit(self.path).path}: {line}", file=sys.stderr)
+            self._json(500, {"error": f"internal error: {line}"})
+            return
         self._json(200, result)
 
-    def _json(self, status: int, document: Any) -> None:
-        self._send(status, json.dumps(document, ensure_ascii=False).encode("utf-8"), "application/json")
+    def _page(self) -> None:
+        nonce = secrets.token_urlsafe(16)
+        html = PAGE_HTML.replace("<script>", f'<script nonce="{nonce}">', 1)
+        policy = (
+            f"default-src 'none'; script-src 'nonce-{nonce}'; style-src 'unsafe-inline'; connect-src 'self'; "
+            "img-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+        )
+        self._send(200, html.encode("utf-8"), "text/html; charset=utf-8", {"Content-Security-Policy": policy})
 
-    def _send(self, status: int, body: bytes, content_type: str) -> None:
+    def _json(self, status: int, document: Any, close: bool = False) -> None:
+        text = json.dumps(document, ensure_ascii=False)
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate: JSON's \u escapes carry it
+            data = json.dumps(document).encode("ascii")
+        self._send(status, data, "application/json", {"Connection": "close"} if close else {})
+
+    def _send(self, status: int, body: bytes, content_type: str, headers: Mapping[str, str] | None = None) -> None:
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Cache-Control", "no-store")
+        self.send_header("X-Content-Type-Options", "nosniff")
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.end_headers()
         self.wfile.write(body)
 
@@ -623,6 +880,7 @@ def open_desk(
     set_dir = Path(set_dir)
     annotator = checked_name(annotator, "annotator")
     share = _checked_share(second, double_share, annotator)
+    restore_set(set_dir)  # a version a killed write left moved aside: else it would be made again from its parent
     recorded = read_assignment(set_dir)
     parent = parent or (recorded.parent if recorded else None)
     if not set_dir.exists() and parent is None:
@@ -684,7 +942,14 @@ def open_desk(
             seed=0 if seed is None else seed,
             parent=None if set_dir.exists() else str(parent),
         )
-        write_assignment(set_dir, recorded)
+        with set_lock(set_dir):
+            if read_assignment(set_dir) is not None:
+                raise InputError(
+                    "another judge started this set's session at the same moment; start again to join it",
+                    file=str(session_dir(set_dir) / ASSIGNMENT_NAME),
+                    field="assignment",
+                )
+            write_assignment(set_dir, recorded)
     else:
         _check_against_record(recorded, set_dir, pool, second, double_share, seed)
 
