@@ -382,6 +382,7 @@ def start_judge(*args: str) -> tuple[subprocess.Popen, str]:
         text=True,
     )
     lines: queue.Queue[str] = queue.Queue()
+    process.lines = lines  # what it prints after its address, for a test to read
     threading.Thread(target=lambda: [lines.put(line) for line in process.stdout], daemon=True).start()
     while True:
         try:
@@ -423,6 +424,29 @@ def test_one_server_per_set_and_annotator_and_a_killed_servers_lock_blocks_nothi
         assert call(again_url, "api/state")[1]["graded"] == 1
     finally:
         stop(*started)
+
+
+@pytest.mark.slow
+def test_the_command_stops_by_itself_once_the_page_finished_every_pair(project):
+    """A finish that leaves pairs ungraded keeps the page up; one that writes every pair ends the command
+    (exit 0, the finish said), so a user or a script need not press Ctrl-C after it."""
+    judge, url = start_judge("data/judgments/v2", "--annotator", "alice")
+    try:
+        first, *rest = DEBT  # the pairs a desk on v2 judges (the fixture's judging debt)
+        assert call(url, "api/grade", {"query_id": first[0], "doc_id": first[1], "grade": 1})[0] == 200
+        assert call(url, "api/finish", {})[0] == 200
+        assert judge.poll() is None  # pairs left: still serving
+        for query_id, doc_id in rest:
+            assert call(url, "api/grade", {"query_id": query_id, "doc_id": doc_id, "grade": 0})[0] == 200
+        code, result = call(url, "api/finish", {})
+        assert code == 200 and result["ungraded"] == 0
+        assert judge.wait(timeout=60) == 0
+        out = ""
+        while "every pair graded: done" not in out:  # the reader thread may still be passing the last lines on
+            out += judge.lines.get(timeout=30)
+        assert "judgments of alice written to v2 (data/judgments/v2)" in out and "every pair graded: done" in out
+    finally:
+        stop(judge)
 
 
 def grade_all(desk: web.Desk) -> dict[tuple[str, str], tuple[int, str | None]]:

@@ -31,6 +31,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+import threading
+import time
 import webbrowser
 
 from releval.errors import InputError, InputErrors
@@ -121,6 +123,9 @@ def _finish(desk) -> int:
     return 0
 
 
+FINISH_GRACE_SECONDS = 1.0
+
+
 def _serve(web, desk, port: int, *, open_browser: bool, held) -> int:
     server = web.make_server(desk, port)
     url = f"http://127.0.0.1:{server.server_address[1]}/"
@@ -128,15 +133,22 @@ def _serve(web, desk, port: int, *, open_browser: bool, held) -> int:
     state = desk.state()
     print(
         f"judge: {desk.annotator} on {desk.set_dir} — {state['graded']} of {state['total']} pairs graded; "
-        f"session {desk.path}\n  open {url}  (Ctrl-C stops; every grade is already saved)",
+        f"session {desk.path}\n  open {url}  (Ctrl-C stops; every grade is already saved; once every pair is "
+        "graded, the page's finish writes them and stops this command)",
         flush=True,
     )
     if open_browser:
         webbrowser.open(url)
+    serving = threading.Thread(target=server.serve_forever, daemon=True)
+    serving.start()
     try:
-        server.serve_forever()
+        while not server.finished.wait(0.5):
+            pass
+        time.sleep(FINISH_GRACE_SECONDS)  # the page's finish request gets its answer before the server goes
+        print(f"judge: {server.finish_message}; every pair graded: done", flush=True)
     except KeyboardInterrupt:
         pass
     finally:
+        server.shutdown()
         server.server_close()
     return 0

@@ -667,12 +667,22 @@ _SEARCH_TOKENS = _search_tokens()
 # --------------------------------------------------------------------------- the server
 
 
-def make_server(desk: Desk, port: int = 0) -> ThreadingHTTPServer:
+class JudgeServer(ThreadingHTTPServer):
+    """The judging page's server. ``finished`` is set once a finish from the page has written every
+    grade and no pair is left ungraded: the command then stops serving (its work is done)."""
+
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]):
+        super().__init__(address, handler)
+        self.finished = threading.Event()
+        self.finish_message = ""
+
+
+def make_server(desk: Desk, port: int = 0) -> JudgeServer:
     """A server on 127.0.0.1 only (``port`` 0: a free one; the bound port is ``server_address[1]``)."""
     handler = type("JudgeHandler", (_Handler,), {"desk": desk})
-    server = ThreadingHTTPServer(("127.0.0.1", port), handler)
-    server.daemon_threads = True
-    return server
+    return JudgeServer(("127.0.0.1", port), handler)
 
 
 class _Refused(Exception):
@@ -733,7 +743,7 @@ class _Handler(BaseHTTPRequestHandler):
             ),
             "/api/move": lambda: self.desk.move(body.get("to")),
             "/api/add": lambda: self.desk.add(body.get("query_id"), body.get("doc_id")),
-            "/api/finish": self.desk.finish,
+            "/api/finish": self._finish,
         }
         action = actions.get(urlsplit(self.path).path)
         if action is None:
@@ -797,6 +807,13 @@ class _Handler(BaseHTTPRequestHandler):
             return True
         self._json(403, {"error": "this server answers only to 127.0.0.1 or localhost"}, close=True)
         return False
+
+    def _finish(self) -> dict[str, Any]:
+        result = self.desk.finish()
+        if result["ungraded"] == 0 and isinstance(self.server, JudgeServer):
+            self.server.finish_message = result["message"]
+            self.server.finished.set()  # set before the answer goes out; the command stops after it
+        return result
 
     def _answer(self, action: Callable[[], Any]) -> None:
         try:
