@@ -10,11 +10,19 @@ and checks it gives the command line's verdict. J7 clones the committed result a
 from __future__ import annotations
 
 import json
+import re
+import subprocess
 from pathlib import Path
 
 import pytest
 
+from support.doc_blocks import step
 from support.journey import Shell, fresh_clone, newcomer_environment
+
+
+def fresh_clone_of(origin: Path, dest: Path) -> Path:
+    subprocess.run(["git", "clone", "-q", str(origin), str(dest)], check=True)
+    return dest
 
 
 @pytest.fixture(scope="module")
@@ -76,6 +84,50 @@ def test_open_the_holdout(shell):
     log = [json.loads(line) for line in (shell.cwd / "reports" / "holdout_access.jsonl").read_text().splitlines()]
     assert log and log[-1]["split"] in ("holdout", "all") or log
     assert (shell.cwd / "reports" / "holdout" / "metrics.json").is_file(), ran.tail()
+
+
+# --------------------------------------------------------------------------- J6: the Python API
+
+
+def line4_figures(text: str) -> tuple[str, str, str]:
+    """(Δ, interval, verdict) of a compare report's line 4."""
+    line = next(x for x in text.splitlines() if x.startswith("4. result:"))
+    found = re.search(r"Δ ([+-]\d\.\d{4}), 95% CI \[([+-]\d\.\d{4}), ([+-]\d\.\d{4})\].*→ (\w[\w-]*)", line)
+    assert found, line
+    return found[1], f"[{found[2]}, {found[3]}]", found[4].lower()
+
+
+def test_the_python_api_gives_the_command_line_s_verdict(shell):
+    code = step("api/compare").text
+    ran = shell.run_text("api/compare", f"python - <<'PY'\n{code}PY\n")
+    figures, verdict = ran.output.splitlines()[1], ran.output.splitlines()[2].split(" ")[0]
+    delta, interval = figures.split(" ")[0], re.search(r"\[[^\]]+\]", figures)[0]
+    cli = shell.run_text("api/cli", "releval compare minilm/c256 'rrf(minilm,bm25)/c256'")
+    assert (delta, interval, verdict) == line4_figures(cli.output)
+
+
+# --------------------------------------------------------------------------- J5: iterate
+
+
+def test_change_rerun_commit_and_compare_across_commits(shell):
+    ran = shell.run("iterate/change", timeout=3600)
+    assert "fusions.rrf.k" in ran.output  # dvc params diff
+    assert "1. candidate rrf(minilm,bm25)/c256 vs baseline HEAD~1:rrf(minilm,bm25)/c256" in ran.output
+    assert "BROKEN" not in ran.output
+    ran_stages = re.findall(r"Running stage '([^']+)'", ran.output)
+    assert ran_stages and not any(s.startswith(("encode", "index", "chunk", "retrieve")) for s in ran_stages)
+
+
+# --------------------------------------------------------------------------- J7: a teammate's clone
+
+
+def test_a_teammate_sees_and_audits_the_committed_numbers(shell, tmp_path_factory):
+    teammate = fresh_clone_of(shell.cwd, tmp_path_factory.mktemp("j7") / "teammate")
+    other = Shell(teammate, shell.logs / "teammate", newcomer_environment())
+    ran = other.run("teammate/see", timeout=3600)
+    assert "reports/quality.json" in ran.output
+    assert "rrf(minilm,bm25)/c256" in ran.output
+    assert "BROKEN" not in ran.output and "not available here" in ran.output
 
 
 def test_every_step_was_timed(shell):
