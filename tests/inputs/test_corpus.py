@@ -13,7 +13,6 @@ from releval.inputs.corpus import (
     CRANFIELD_GRADE_MAP,
     EmptyTextWarning,
     corpus_format_of,
-    find_corpus_source,
     read_corpus,
     read_judgments,
     read_queries,
@@ -259,14 +258,11 @@ def test_every_bad_file_of_a_folder_corpus_is_reported(tmp_path):
     assert len(str(info.value).splitlines()) == 3
 
 
-def test_a_datasets_corpus_is_found_with_its_format(tmp_path):
-    assert find_corpus_source(tmp_path) is None
+def test_a_corpus_path_s_format_when_none_is_named(tmp_path):
     write(tmp_path / "corpus", "a.md", "x")
-    assert find_corpus_source(tmp_path) == (tmp_path / "corpus", "folder")
+    assert corpus_format_of(tmp_path / "corpus") == "folder"
     write(tmp_path / "corpus", "corpus.jsonl", "{}")
-    assert find_corpus_source(tmp_path) == (tmp_path / "corpus", "beir")
-    write(tmp_path, "corpus.jsonl.gz", b"")
-    assert find_corpus_source(tmp_path) == (tmp_path / "corpus.jsonl.gz", "jsonl")
+    assert corpus_format_of(tmp_path / "corpus") == "beir"
     assert corpus_format_of(Path("docs.parquet")) == "parquet" and corpus_format_of(Path("c.jsonl")) == "jsonl"
 
 

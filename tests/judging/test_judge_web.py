@@ -78,7 +78,12 @@ def project(tmp_path, monkeypatch) -> Path:
     and document tables, two runs, and judgment version v1 (carol judged (q1, list))."""
     root = tmp_path / "project"
     params = {
-        "dataset": {"name": "small", "subset": {"docs": None, "queries": None}},
+        "dataset": {
+            "name": "small",
+            "corpus": {"path": "data/work/docs.parquet", "format": "parquet"},
+            "queries": {"path": "data/work/queries.parquet", "format": "parquet"},
+            "subset": {"docs": None, "queries": None},
+        },
         "judgments": {"version": "v1", "path": "data/judgments/v1", "format": "releval"},
         "metric": {"metrics": ["ndcg@2", "judged@2"], "primary": "ndcg@2", "ties": "docid-asc"},
         "grid": {"chunkings": ["c1"], "models": ["m1"], "fusions": []},

@@ -636,38 +636,6 @@ _ID_FIELDS = {"jsonl": "_id", "beir": "_id", "folder": "path", "smart": ".I"}
 _QRELS_ID_FIELDS = {"beir": "query-id", "smart": "query"}
 
 
-# --------------------------------------------------------------------------- a dataset directory
-
-QUERIES_NAME = "queries.jsonl"
-CORPUS_CANDIDATES = ("corpus.jsonl", "corpus.jsonl.gz", "pydocs/corpus.jsonl.gz")
-
-
-def dataset_root_of(set_dir: Path) -> Path | None:
-    """The dataset directory of ``<dataset>/judgments/<version>``, else None."""
-    set_dir = set_dir.resolve()
-    return set_dir.parent.parent if set_dir.parent.name == "judgments" else None
-
-
-CORPUS_FOLDER = "corpus"
-
-
-def find_corpus(root: Path | None) -> Path | None:
-    if root is None:
-        return None
-    return next((root / name for name in CORPUS_CANDIDATES if (root / name).is_file()), None)
-
-
-def find_corpus_source(root: Path | None) -> tuple[Path, str] | None:
-    """A dataset directory's corpus and its format: a JSONL file (:data:`CORPUS_CANDIDATES`),
-    else a ``corpus/`` directory, read as ``beir`` when it holds corpus.jsonl, else as ``folder``."""
-    found = find_corpus(root)
-    if found is not None:
-        return found, "jsonl"
-    if root is not None and (root / CORPUS_FOLDER).is_dir():
-        return root / CORPUS_FOLDER, corpus_format_of(root / CORPUS_FOLDER)
-    return None
-
-
 def corpus_format_of(path: Path) -> str:
     """The format a corpus path is read in when none is named: parquet, beir, folder or jsonl."""
     if path.suffix.lower() == ".parquet":
@@ -675,13 +643,6 @@ def corpus_format_of(path: Path) -> str:
     if path.is_dir():
         return "beir" if (path / "corpus.jsonl").is_file() else "folder"
     return "jsonl"
-
-
-def find_queries(root: Path | None) -> Path | None:
-    if root is None:
-        return None
-    path = root / QUERIES_NAME
-    return path if path.is_file() else None
 
 
 def read_docs(path: str | Path, fmt: str = "jsonl") -> pl.DataFrame:

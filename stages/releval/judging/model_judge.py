@@ -140,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
     parent_dir = Path(args.parent) if getattr(args, "parent", None) else active_set_path(params)
     _check_new_version(set_dir, parent_dir)
     _check_limits(args.min_kappa, args.max_failure_rate)
-    texts = TextSource.from_args(args, params)
+    texts = TextSource.from_args(args, parent_dir)
     from releval.judging import judgments as jmod
 
     parent = jmod.load_version(parent_dir)
@@ -272,25 +272,26 @@ class TextSource:
     _docs: dict[str, tuple[str, str]] | None = None
 
     @classmethod
-    def from_args(cls, args: argparse.Namespace, params: dict[str, Any]) -> "TextSource":
+    def from_args(cls, args: argparse.Namespace, parent_dir: Path) -> "TextSource":
+        """``--queries``/``--corpus``, else the pipeline's tables when the parent belongs to the active
+        dataset, else the files of the parent's dataset (:mod:`releval.inputs.datasets`)."""
         from releval import paths
+        from releval.inputs.datasets import active_dataset, dataset_of_set, references_for
 
-        dataset = params.get("dataset") or {}
-        queries_cfg = dataset.get("queries") or {}
-        corpus_cfg = dataset.get("corpus") or {}
-        queries = getattr(args, "queries", None) or _first_file(paths.QUERIES) or queries_cfg.get("path")
-        corpus = getattr(args, "corpus", None) or _first_file(paths.DOCS) or corpus_cfg.get("path")
-        missing = [flag for flag, value in (("--queries", queries), ("--corpus", corpus)) if not value]
-        if missing:
-            raise InputError(
-                f"no params.yaml dataset to read texts from; give {' and '.join(missing)}",
-                file="<command line>",
-                field=missing[0].lstrip("-"),
-            )
-        queries_format = getattr(args, "queries_format", None) or _format_of(queries, queries_cfg)
-        corpus_format = getattr(args, "corpus_format", None) or _format_of(corpus, corpus_cfg)
-        queries_format = "jsonl" if queries_format == "releval" else queries_format
-        return cls(Path(queries), queries_format, Path(corpus), corpus_format)
+        queries, corpus = getattr(args, "queries", None), getattr(args, "corpus", None)
+        own, active = dataset_of_set(parent_dir).dataset, active_dataset()
+        tables = _first_file(paths.QUERIES) and _first_file(paths.DOCS)
+        if queries is None and corpus is None and tables and own and active and own.name == active.name:
+            return cls(Path(paths.QUERIES), "parquet", Path(paths.DOCS), "parquet")
+        references = references_for(
+            parent_dir,
+            queries=queries,
+            queries_format=getattr(args, "queries_format", None),
+            corpus=corpus,
+            corpus_format=getattr(args, "corpus_format", None),
+        )
+        queries_format = "jsonl" if references.queries_format == "releval" else references.queries_format
+        return cls(references.queries, queries_format, references.corpus, references.corpus_format)
 
     def query_texts(self) -> dict[str, str]:
         if self._queries is None:
@@ -323,17 +324,6 @@ class TextSource:
 
 def _first_file(path: str) -> str | None:
     return path if Path(path).is_file() else None
-
-
-def _format_of(path: str, dataset_cfg: dict[str, Any]) -> str:
-    """A text file's format: parquet by its suffix, the dataset's declared one for the dataset's
-    own file, else jsonl."""
-    if str(path).endswith(".parquet"):
-        return "parquet"
-    return dataset_cfg.get("format", "jsonl") if str(path) == str(dataset_cfg.get("path")) else "jsonl"
-
-
-# --------------------------------------------------------------------------- calibration
 
 
 def double_judged(judgments: "pl.DataFrame") -> "pl.DataFrame":

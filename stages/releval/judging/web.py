@@ -885,11 +885,12 @@ def open_desk(
     At the first start the pairs (``pool``, else the judging debt of params.yaml's grid at ``depth``)
     and the double-judging choice are recorded; later starts, the second annotator's included, read
     that record, and options that contradict it are errors. Queries and corpus: the options, else the
-    pipeline's tables (data/work/queries.parquet, docs.parquet), else the set's dataset directory's;
-    a format not given is jsonl for queries and, for a corpus, what its path looks like.
+    pipeline's tables (data/work/queries.parquet, docs.parquet) when the set belongs to the active
+    dataset, else its dataset's files (:func:`releval.inputs.datasets.references_for`).
     """
     from releval import paths
-    from releval.inputs.corpus import corpus_format_of, dataset_root_of, find_corpus_source, find_queries, read_docs
+    from releval.inputs.corpus import read_docs
+    from releval.inputs.datasets import active_dataset, dataset_of_set, references_for
     from releval.config import load_params
     from releval.judging.judgments import active_set_path
     from releval.judging.pool import debt_pairs, import_filled_pool, read_pool_pairs, read_query_texts
@@ -904,19 +905,32 @@ def open_desk(
         parent = active_set_path(load_params() if Path(paths.PARAMS).is_file() else {})
     base = set_dir if set_dir.exists() else Path(parent)
     base_set = jmod.load_version(base)
-    root = dataset_root_of(base)
-    queries_path, queries_format = _source(
-        queries, queries_format or "jsonl", paths.QUERIES, find_queries(root), "queries"
-    )
-    found_corpus = find_corpus_source(root)
-    corpus_path, corpus_format = _source(
-        corpus,
-        corpus_format or (corpus_format_of(Path(corpus)) if corpus else "jsonl"),
-        paths.DOCS,
-        found_corpus[0] if found_corpus else None,
-        "corpus",
-        found_corpus[1] if found_corpus else "jsonl",
-    )
+    own = dataset_of_set(base).dataset
+    active = active_dataset()
+    of_the_grid = own is not None and active is not None and own.name == active.name
+    tables = Path(paths.QUERIES).is_file() and Path(paths.DOCS).is_file()
+    if queries is None and corpus is None and of_the_grid and tables:
+        # the set belongs to the active dataset: the pipeline's tables of it (its subset, as the runs saw it)
+        queries_path, queries_format, corpus_path, corpus_format = (
+            Path(paths.QUERIES),
+            "parquet",
+            Path(paths.DOCS),
+            "parquet",
+        )
+    else:
+        references = references_for(
+            base, queries=queries, queries_format=queries_format, corpus=corpus, corpus_format=corpus_format
+        )
+        queries_path, queries_format = references.queries, references.queries_format
+        corpus_path, corpus_format = references.corpus, references.corpus_format
+    if recorded is None and pool is None and not of_the_grid:
+        raise InputError(
+            f"the judging debt is that of the active grid (dataset {active.name if active else 'none'}), but "
+            f"{base} belongs to {'dataset ' + repr(own.name) if own else 'no configured dataset'}: name the pairs "
+            "to judge with --pool FILE, or make its dataset the active one (`releval params dataset=...`)",
+            file="<command line>",
+            field="pool",
+        )
     query_texts = read_query_texts(queries_path, queries_format)
     docs = read_docs(corpus_path, corpus_format)
     rubric = base / base_set.manifest.rubric
@@ -997,28 +1011,6 @@ def _checked_share(second: str | None, share: float | None, annotator: str) -> f
     if not 0.0 < share <= 1.0:
         raise InputError(f"expected a share in (0, 1], got {share}", file="<command line>", field="double-share")
     return share
-
-
-def _source(
-    given: str | Path | None,
-    given_format: str,
-    table: str,
-    in_dataset: Path | None,
-    what: str,
-    dataset_format: str = "jsonl",
-) -> tuple[Path, str]:
-    """The option, else the pipeline's table when it exists, else the dataset directory's file."""
-    if given is not None:
-        return Path(given), given_format
-    if Path(table).is_file():
-        return Path(table), "parquet"
-    if in_dataset is not None:
-        return in_dataset, dataset_format
-    raise InputError(
-        f"no {what} found (neither {table} nor the set's dataset directory has them); pass --{what}",
-        file="<command line>",
-        field=what,
-    )
 
 
 def _check_against_record(
