@@ -286,6 +286,9 @@ def test_missing_on_a_small_project_counts_exports_and_is_paid_by_the_import(sma
     assert v2.manifest.parent == "v1" and v2.judgments.height == 1 + 4
     code, out, _ = cli(capsys, "--missing", "--judgments", "data/judgments/v2")
     assert printed_counts(out) == ({"bm25/c1": 0, "m1/c1": 0}, 0)
+    code, out, _ = cli(capsys, "--missing", "--judgments", "data/judgments/v2", "--out", "none.csv")
+    assert code == 0 and out.rstrip().endswith("nothing to judge: none.csv not written")
+    assert not (small / "none.csv").exists()
 
 
 def test_summary_speaks_only_below_the_threshold(small, capsys):

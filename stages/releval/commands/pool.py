@@ -248,7 +248,9 @@ def _run_missing(args: argparse.Namespace) -> int:
         print(f"  {cid:<{width}}  {count}")
     total = result.pool.height
     print(f"total: {total} distinct pair{'s' if total != 1 else ''}, in {result.pool['query_id'].n_unique()} queries")
-    if out is not None:
+    if out is not None and total == 0:
+        print(f"nothing to judge: {out} not written")
+    elif out is not None:
         write_pool(out, result.pool)
         print(
             f"-> {out} (blind: sorted by query and document, no configuration, score or rank); once graded: "
