@@ -113,6 +113,13 @@ def per_query_value(project: Path) -> None:
     _edit_parquet(project / "reports" / "per_query.parquet", "ndcg@10", pl.col("config_id") == CONFIG, 0.123)
 
 
+def ops_json_value(project: Path) -> None:
+    def edit(doc):
+        doc["configs"][CONFIG]["latency_ms_p95"] /= 2
+
+    _edit_json(project / "reports" / "ops.json", edit)
+
+
 def history_md_value(project: Path) -> None:
     _edit_table_row(project / "reports" / "history.md", CONFIG)
 
@@ -188,6 +195,7 @@ REPORT_FILES = (
     "history.md",
     "idcg_changes.md",
 )
+MACHINE_FILES = ("ops.json", "ops.md")
 
 
 def test_an_untouched_project_holds_every_check_here_and_in_a_fresh_clone(audited_project, tmp_path):
@@ -198,10 +206,16 @@ def test_an_untouched_project_holds_every_check_here_and_in_a_fresh_clone(audite
     assert re.search(r"^releval audit --all: (\d+) of \1 numbers in reports/metrics.json recomputed bit-for-bit", out)
     assert "OK                   grid       3 configurations: the grid in params.yaml, reports/metrics.json" in out
     assert "OK                   inputs     data/work inputs: documents, queries, qrels and judgments.json equal" in out
-    for name in REPORT_FILES:
+    for name in (*REPORT_FILES, *MACHINE_FILES):
         assert f"OK                   report     reports/{name}: " in out, (name, out)
     for check in ("recompute", "condensed", "counts", "ops", "lineage", "run file", "archive", "sidecar", "contract"):
         assert re.search(rf"^  OK +{check} ", out, re.M), (check, out)
+
+    verbose = audit_cli(audited_project, "--all", "--verbose").stdout  # every link, none folded
+    assert len(verbose.splitlines()) > len(out.splitlines())
+    for config_id in ("bm25/c256", "rrf(wordllama,bm25)/c256", CONFIG):
+        assert f"OK                   recompute  {config_id} ndcg@10: " in verbose
+        assert f"OK                   ops        {config_id} ops.index_bytes: " in verbose
 
     # A clone without the DVC cache: runs from the archive, inputs rebuilt, every report file still checked.
     clone = tmp_path / "clone"
@@ -214,12 +228,14 @@ def test_an_untouched_project_holds_every_check_here_and_in_a_fresh_clone(audite
     assert "not available here   run file   3 links" in out
     for name in REPORT_FILES:
         assert f"OK                   report     reports/{name}: " in out, (name, out)
+    for name in MACHINE_FILES:  # the archive keeps a run's first run.json, not a rerun's timings
+        assert f"not available here   report     reports/{name}: machine figures of 3 configurations" in out
     assert out.splitlines()[-1].startswith("result: OK (") and "not available here, none broken)" in out
 
 
 # (tamper, `dvc commit -f` after it, what a BROKEN line of `audit --all` must name)
 TAMPERS = [
-    # what `audit --all` let through before (9)
+    # what `audit --all` let through before
     (archived_run_score, True, "data/archive/docs/"),
     (judgment_grade, True, JUDGMENTS.parent.as_posix()),
     (quality_json_value, True, "reports/quality.json"),
@@ -231,6 +247,7 @@ TAMPERS = [
     (configuration_removed, True, CONFIG),
     (lineage_run_hash, True, f"{RUN.as_posix()}/run.parquet"),
     (metrics_ops_figure, True, f"{CONFIG} ops.index_bytes"),
+    (ops_json_value, True, "reports/ops.json"),
     # what it caught already
     (metrics_value, True, f"{CONFIG} map"),
     (metrics_slice_mean, True, f"{CONFIG} slice"),

@@ -1144,6 +1144,8 @@ class AllAudit:
     expected: list[str]  # the configurations the grid declares, in the order score.py scores them
     rescored: dict[str, Rescored | str]  # config_id -> its rescoring, or why it could not be had
     documents: int | None
+    selected: pl.DataFrame | None = None  # the queries score.py scores (its split)
+    scored: Any = None  # releval.measurement.scoring.ScoredQueries: those queries with their qrels and slices
 
     @classmethod
     def read(cls, root: Path, tmp: Path, desc: str | None) -> AllAudit:
@@ -1283,6 +1285,17 @@ class AllAudit:
         if truth is not None:
             links += self.contract_links(truth)
             links += self.report_links(truth)
+        else:
+            unscored = [c for c in self.expected if not isinstance(self.rescored.get(c), Rescored)]
+            links.append(
+                Link(
+                    "report",
+                    self.folder,
+                    "note",
+                    "the report files are not checked: "
+                    + (f"{', '.join(unscored)} could not be scored" if unscored else "no configuration to check"),
+                )
+            )
         return _unique(links)
 
     def judgments_meta(self) -> dict[str, Any]:
@@ -1644,6 +1657,7 @@ class AllAudit:
             links.append(self._per_query_link(per_query))
         if self.declared(grid):
             links.append(self._markdown_link(grid, lambda: self._grid_markdown(truth, results)))
+        links += self._machine_links()
         report_md, observations = (self.report_file(p) for p in REPORT_FILES)
         if self.declared(report_md) or self.declared(observations):
             links += self._report_links(truth, report_md, observations)
@@ -1674,6 +1688,39 @@ class AllAudit:
             what = "the metric columns" if partial else "every row and column"
             return Link("report", path, "ok", f"{what} as the runs and judgments give them ({expected.height} rows)")
         return Link("report", path, "mismatch", _frame_difference(recorded, expected, ["config_id", "query_id"]))
+
+    def _machine_links(self) -> list[Link]:
+        """ops.json and ops.md: each configuration's machine figures as its run.json records them
+        (the machine they were measured on is taken as ops.json records it)."""
+        ops_json, ops_md = self.report_file(paths.OPS), self.report_file(paths.OPS_MD)
+        if not (self.declared(ops_json) or self.declared(ops_md)):
+            return []
+        archived = [cid for cid in self.expected if not self.rescored[cid].source.endswith("run.parquet")]
+        if archived:  # the archive keeps a run's first run.json; the machine figures of a rerun differ
+            return [
+                Link(
+                    "report",
+                    path,
+                    "unavailable",
+                    f"machine figures of {len(archived)} configurations are not here: their runs were read from "
+                    "the archive, which keeps the run.json of a run's first measurement; `dvc pull` or "
+                    "`dvc repro` brings the runs' own",
+                )
+                for path in (ops_json, ops_md)
+                if self.declared(path)
+            ]
+        try:
+            recorded = _read_json(self.root / ops_json, self.root)
+        except InputError as exc:
+            return [Link("report", ops_json, "missing", exc.detail)]
+        figures = {
+            cid: operations.machine_figures((self.rescored[cid].meta or {}).get("ops") or {}) for cid in self.expected
+        }
+        expected = operations.ops_document(figures, recorded.get("machine") or {})
+        links = [self._json_link(ops_json, expected, "the runs' run.json record (machine as recorded)")]
+        if self.declared(ops_md) and recorded.get("machine"):
+            links.append(self._markdown_link(ops_md, lambda: operations.ops_markdown(expected)))
+        return links
 
     def _grid_markdown(self, truth: Mapping[str, Any], results: Mapping[str, Any]) -> str:
         from releval.reporting.markdown import grid_markdown, table_quality_metrics
