@@ -752,3 +752,10 @@ def test_the_page_shows_the_rubric_rendered_and_its_html_as_text_never_run(proje
         finally:
             browser.close()
             server.shutdown()
+
+
+def test_an_annotator_cannot_be_named_after_the_assignment_record():
+    """`assignment` would have its session saved over SET_DIR.session/assignment.json, the record of the pairs."""
+    with pytest.raises(InputError, match="names the session's assignment record"):
+        web.checked_name("assignment", "annotator")
+    assert web.checked_name("assignments", "annotator") == "assignments"

@@ -92,6 +92,10 @@ def checked_name(name: str | None, option: str) -> str:
         raise InputError(
             f"expected a name of letters, digits, '.', '_', '-', got {name!r}", file="<command line>", field=option
         )
+    if name == Path(ASSIGNMENT_NAME).stem:  # its session file would be the assignment record
+        raise InputError(
+            f"{name!r} names the session's assignment record; choose another", file="<command line>", field=option
+        )
     return name
 
 
