@@ -23,6 +23,7 @@ import polars as pl
 from releval import io, paths
 from releval.config import load_params, section
 from releval.inputs.trec import write_trec_run
+from releval.judging.completeness import POSITIVES_ONLY_CAVEAT, metrics_for
 from releval.measurement import holdout, operations, scoring
 from releval.measurement.operations import describe_machine
 from releval.measurement.metrics import contract_from_params
@@ -52,9 +53,12 @@ def main() -> None:
     params = load_params()
     metric_cfg = section(params, "metric")
     contract = contract_from_params(metric_cfg)
-    metrics = list(metric_cfg["metrics"])
     qrels = pl.read_parquet(args.qrels)
     judgments = json.loads(Path(args.judgments_meta).read_text())
+    completeness = scoring.judged_completeness(judgments)
+    metrics, left_out = metrics_for(list(metric_cfg["metrics"]), completeness)
+    if left_out:
+        print(f"score: {', '.join(left_out)} not computed: {POSITIVES_ONLY_CAVEAT}")
     queries = pl.read_parquet(args.queries)
     run_dirs, stale = runs.grid_runs(section(params, "grid"), args.runs_root)
     if stale:
@@ -73,7 +77,9 @@ def main() -> None:
 
     results, per_query = {}, []
     for run_dir in run_dirs:
-        scored_run = scoring.score_run(run_dir, scored_set, metrics, contract)
+        scored_run = scoring.score_run(
+            run_dir, scored_set, metrics, contract, condensed=not completeness.positives_only
+        )
         results[scored_run.config_id] = scored_run.result
         per_query.append(scored_run.per_query)
         trec_path = Path(args.trec_dir) / scoring.trec_file_name(run_dir, args.runs_root)
@@ -87,7 +93,7 @@ def main() -> None:
     document = scoring.metrics_document(
         results,
         contract,
-        metric_cfg,
+        {**metric_cfg, "metrics": metrics},
         dataset,
         judgments,
         split_terms,

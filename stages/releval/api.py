@@ -48,6 +48,8 @@ from releval.inputs import trec
 from releval.measurement import compare as _compare
 from releval.measurement import scoring
 from releval.config import load_params, section
+from releval.judging.completeness import CONTRACT_KEY as COMPLETENESS
+from releval.judging.completeness import KINDS, POOLED, Completeness, metrics_for
 from releval.judging.judgments import load_version
 from releval.measurement.metrics import Contract, Evaluation, contract_from_params
 from releval.measurement.scoring import CoverageTerms, coverage_terms
@@ -186,6 +188,7 @@ def compare(
     seed: int = 0,
     queries: pl.DataFrame | None = None,
     coverage: CoverageTerms | None = None,
+    completeness: str = POOLED,
 ) -> PairedComparison:
     """Compare ``candidate`` with ``baseline`` on ``metric``, paired by query, as `releval compare`
     does for two run files (:func:`releval.measurement.compare.compare_sides`).
@@ -193,21 +196,30 @@ def compare(
     Both runs are scored against ``qrels`` under ``contract`` (default :class:`Contract`) with
     ``metric``, the ``secondary`` metrics (compared too, Holm-adjusted together) and ``judged@k`` at
     the metric's cutoff for the coverage check under ``coverage`` (default: releval's terms, each
-    side >= 0.9, at most 0.05 apart; a project's own: :func:`project_terms`). ``queries``
+    side >= 0.9, at most 0.05 apart; a project's own: :func:`project_terms`). ``completeness``:
+    ``pooled`` (releval's sets) or ``positives-only`` (BEIR/MTEB qrels: no coverage check, a caveat
+    instead; :mod:`releval.judging.completeness`). ``queries``
     (``query_id``, ``text``, optional ``slices``): texts for the worst query and per-slice results.
     Bootstrap: ``n_resamples`` query resamples, ``seed``.
     """
     contract = contract or Contract()
+    declared = Completeness(completeness)  # validated below
+    if completeness not in KINDS:
+        raise InputError(f"must be one of {', '.join(KINDS)}, got {completeness!r}", field="completeness")
     k = metric.partition("@")[2]
-    names = list(dict.fromkeys([metric, *secondary, *([f"judged@{k}"] if k else [])]))
+    judged = [f"judged@{k}"] if k and not declared.positives_only else []
+    names, _ = metrics_for(list(dict.fromkeys([metric, *secondary, *judged])), declared)
     coverage = coverage or CoverageTerms()
     terms = {**contract.to_dict(), "metrics": names, "primary": metric, "coverage": coverage.to_dict()}
+    terms[COMPLETENESS] = completeness
     qrels_table = _qrels_table(qrels)
 
     def side(run: RunLike, label: str) -> _compare.Side:
         doc_run = _run_table(run)
         evaluation = _compare.score_run(doc_run, qrels_table, terms)
-        per_query = scoring.with_condensed(evaluation, doc_run, qrels_table)
+        per_query = evaluation.per_query
+        if not declared.positives_only:  # condensed lists need judged non-relevant documents
+            per_query = scoring.with_condensed(evaluation, doc_run, qrels_table)
         ref = str(run) if not isinstance(run, pl.DataFrame) else label
         return _compare.Side(
             ref, f"run {ref}", terms, per_query.with_columns(pl.col("query_id").cast(pl.Utf8)), doc_run
@@ -217,7 +229,7 @@ def compare(
         side(baseline, "baseline"),
         side(candidate, "candidate"),
         metric,
-        secondary=[m for m in secondary if m != metric],
+        secondary=[m for m in secondary if m != metric and m in names],
         queries=queries,
         n_resamples=n_resamples,
         seed=seed,

@@ -31,6 +31,7 @@ import argparse
 import getpass
 
 from releval.errors import InputError
+from releval.judging.completeness import KINDS
 from releval.judging.scaffold import CORPUS_FORMATS, QUERY_FORMATS, Scaffold, init_dataset, parse_scale
 
 
@@ -48,6 +49,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--queries", help="existing queries (default: a template data/NAME/queries.jsonl)")
     parser.add_argument("--queries-format", default="releval", choices=QUERY_FORMATS, help="default: releval")
+    parser.add_argument(
+        "--qrels",
+        metavar="FILE",
+        help="labels you already have (TREC qrels, a BEIR qrels .tsv; graded or binary): they become the first "
+        "judgment version instead of an empty one (needs --queries); your own judgments go on top as revisions",
+    )
+    parser.add_argument(
+        "--completeness",
+        choices=KINDS,
+        help="what --qrels declares: positives-only (unlisted documents non-relevant, the BEIR/MTEB convention) or "
+        "pooled (non-relevant judgments recorded); default: positives-only unless a row has grade 0",
+    )
     parser.add_argument(
         "--annotator",
         action="append",
@@ -72,6 +85,8 @@ def run(args: argparse.Namespace) -> int:
         annotators=annotators,
         scale=parse_scale(args.scale) if args.scale else None,
         date=args.date,
+        qrels=args.qrels,
+        completeness=args.completeness,
     )
     print(summary(result, args.corpus))
     return 0
@@ -93,11 +108,25 @@ def summary(result: Scaffold, corpus: str) -> str:
         lines.append(f"queries: {result.queries.height}")
     lines.append("wrote:")
     lines += [f"  {path.as_posix()}" for path in result.written]
+    manifest = result.manifest
+    held = "empty" if manifest.imported_from is None else f"the labels of {manifest.imported_from['file']}"
     lines.append(
-        f"  (judgments {first_set}: empty, scale {_scale_text(result.manifest.scale)}, "
-        f"annotators {', '.join(result.manifest.annotators)})"
+        f"  (judgments {first_set}: {held}, declared {manifest.completeness.text()}, scale "
+        f"{_scale_text(manifest.scale)}, annotators {', '.join(manifest.annotators)})"
     )
     lines.append("next:")
+    if manifest.imported_from is not None:
+        revision = files.first_set.parent / "v2"
+        lines.append(f"  1. fill in {files.rubric.as_posix()} (what each grade means)")
+        lines.append(
+            f"  2. releval params dataset={name} && dvc repro    # every configuration scored under your labels"
+        )
+        lines.append(
+            f"  3. to judge what the grid retrieves on top of them: releval judge {revision.as_posix()} "
+            f"--annotator YOU --parent {first_set}, then releval params judgments.version=v2 "
+            f"judgments.path={revision.as_posix()} && dvc repro"
+        )
+        return "\n".join(lines)
     step = 1
     if result.queries is None:
         lines.append(

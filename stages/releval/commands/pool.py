@@ -2,8 +2,8 @@
 
     releval pool --runs RUN [RUN ...] --queries FILE --corpus FILE [--judgments SET_DIR]
                  [--depth 10] --out POOL.csv|POOL.jsonl [--force]
-    releval pool --import FILLED --into SET_DIR [--annotator NAME] [--parent SET_DIR]
-                 [--rubric FILE] [--scale 0=...,1=...]
+    releval pool --import FILLED|QRELS --into SET_DIR [--annotator NAME] [--parent SET_DIR]
+                 [--rubric FILE] [--scale 0=...,1=...] [--completeness pooled|positives-only]
                  [--date YYYY-MM-DD] [--queries FILE] [--corpus FILE]
     releval pool --missing [--depth K] [--judgments SET_DIR] [--out POOL.csv|POOL.jsonl [--force]]
                  [--summary-if-below THRESHOLD]
@@ -23,6 +23,12 @@ the document, never from any evaluated system's scores or ranks.
 
 An existing ``--out`` is never overwritten (it may be an annotator's half-filled pool) unless
 ``--force`` is given; the file is written atomically.
+
+Importing a qrels file (TREC qrels, a BEIR qrels .tsv: any file that is not .csv or .jsonl) makes
+a first version of its rows (or fills an empty one, as `releval init-dataset` writes it), annotator
+``--annotator`` or ``qrels``, recording the file's path, format and sha256 (``imported_from``) and
+what it declares (``--completeness``; default positives-only when no row has grade 0): your own
+judgments then go on top of it as a revision (``--parent``).
 
 Importing a filled pool. Rows with an empty grade are skipped (counted); the others become
 judgments ``query_id, doc_id, grade, annotator[, notes]`` (the ``annotator`` column, else
@@ -74,8 +80,10 @@ from releval.judging.pool import (
     judged_depth,
     low_judged_configs,
     make_pool,
+    read_contract,
     write_pool,
 )
+from releval.judging.completeness import KINDS, from_contract
 from releval.judging.scaffold import parse_scale
 from releval.measurement.metrics import contract_from_params
 from releval.measurement.scoring import coverage_terms
@@ -110,6 +118,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     imp.add_argument(
         "--scale", help="a first version's grades, e.g. '0=not relevant,1=partial,2=relevant' (default 0-3)"
+    )
+    imp.add_argument(
+        "--completeness",
+        choices=KINDS,
+        help="what the written version declares: pooled (non-relevant judgments recorded for what was pooled) or "
+        "positives-only (unlisted documents are non-relevant by declaration; BEIR/MTEB qrels). Default: the "
+        "base set's; a qrels file with no grade-0 row: positives-only",
     )
     imp.add_argument(
         "--dataset",
@@ -281,6 +296,13 @@ def _summary(debt: Callable[[], Debt], depth: int, threshold: float, grid: dict,
         print(f"WARNING: no {metrics_path}: judged@{depth} not known; run `dvc repro`", file=sys.stderr)
         return 0
     config_ids = grid_config_ids(grid)
+    if from_contract(read_contract(metrics_path)).positives_only:
+        print(
+            f"note: {metrics_path} is scored under positives-only judgments (unlabelled documents are non-relevant "
+            f"by declaration), so judged@{depth} says nothing; to see what unlabelled relevant documents change, "
+            f"judge a blind sample of the grid's top {depth}: `releval pool --sample 200 --out sample.csv`"
+        )
+        return 0
     low = low_judged_configs(metrics_path, depth, threshold, config_ids)
     if not low:
         return 0
@@ -339,13 +361,15 @@ def _import(args: argparse.Namespace) -> int:
         rubric=args.rubric,
         scale=parse_scale(args.scale) if args.scale else None,
         dataset=args.dataset,
+        completeness=args.completeness,
     )
     moved = ""
     if result.idcg_moved is not None:
         moved = f"; IDCG@10 moved for {result.idcg_moved} quer{'y' if result.idcg_moved == 1 else 'ies'}"
+    manifest = result.judgment_set.manifest
     print(
         f"import: {result.added} judgments added to {result.judgment_set.version} ({result.ungraded} ungraded rows "
-        f"skipped; ids checked against {result.checked_against})"
-        f"{moved}; manifest sealed with judgments_sha256 {result.judgment_set.manifest.judgments_sha256[:12]}…"
+        f"skipped; ids checked against {result.checked_against}){moved}; declared {manifest.completeness.text()}; "
+        f"manifest sealed with judgments_sha256 {manifest.judgments_sha256[:12]}…"
     )
     return 0

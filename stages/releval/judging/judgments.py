@@ -59,6 +59,8 @@ import polars as pl
 
 from releval import io
 from releval.errors import InputError
+from releval.judging.completeness import Completeness, default_for_format
+from releval.judging.completeness import parse as parse_completeness
 from releval.judging.judges import MODEL_PREFIX
 from releval.inputs.corpus import judgments_file, read_judgments
 from releval.inputs.schemas import Record, check_references, raise_all, validate_judgment_records, validate_judgments
@@ -68,7 +70,7 @@ from releval.tables import JUDGMENTS, QRELS
 MANIFEST_NAME = "manifest.yaml"
 JUDGMENTS_NAME = "judgments.jsonl"
 MANIFEST_KEYS = ("version", "parent", "date", "scale", "rubric", "annotators", "judgments_sha256")
-OPTIONAL_MANIFEST_KEYS = ("description", "dataset")
+OPTIONAL_MANIFEST_KEYS = ("description", "dataset", "completeness", "imported_from")
 QRELS_SCHEMA = QRELS.schema  # the old name, which tests/judging/test_judgment_versions.py imports
 # What the description of an empty first version says until judgments arrive (releval.judging.scaffold).
 EMPTY_SET_NOTE = ": empty until `releval pool --import` adds judgments"
@@ -96,6 +98,8 @@ class Manifest:
     judgments_sha256: str
     description: str = ""
     dataset: str = ""  # the dataset (its configuration's `name`) whose corpus and queries the ids refer to
+    completeness: Completeness = Completeness()  # pooled (the default) or positives-only: releval.judging.completeness
+    imported_from: dict[str, str] | None = None  # a version made from a qrels file: its path, format and sha256
 
     def to_yaml(self) -> str:
         """The manifest as YAML, keys in a fixed order (identical manifests give identical bytes)."""
@@ -114,6 +118,10 @@ class Manifest:
             document["description"] = self.description
         if self.dataset:
             document["dataset"] = self.dataset
+        if self.completeness != Completeness():
+            document["completeness"] = self.completeness.to_manifest()
+        if self.imported_from:
+            document["imported_from"] = dict(self.imported_from)
         return yaml.safe_dump(document, sort_keys=False, allow_unicode=True, default_flow_style=None, width=100)
 
 
@@ -235,6 +243,15 @@ def read_manifest(
     if not isinstance(dataset, str):
         err("dataset", f"expected the name of the dataset whose corpus and queries the ids refer to, found {dataset!r}")
         dataset = ""
+    completeness = Completeness()
+    if "completeness" in data:
+        completeness = parse_completeness(data["completeness"], lambda m: err("completeness", m)) or Completeness()
+    imported_from = data.get("imported_from")
+    if imported_from is not None and (
+        not isinstance(imported_from, dict) or not all(isinstance(v, str) for v in imported_from.values())
+    ):
+        err("imported_from", f"expected a mapping of file, format and sha256, found {imported_from!r}")
+        imported_from = None
     if (
         errors
         or version is None
@@ -245,7 +262,22 @@ def read_manifest(
         or digest is None
     ):
         return None, errors
-    return Manifest(version, parent, date, scale, rubric, tuple(annotators), digest, description, dataset), errors
+    return (
+        Manifest(
+            version,
+            parent,
+            date,
+            scale,
+            rubric,
+            tuple(annotators),
+            digest,
+            description,
+            dataset,
+            completeness,
+            imported_from,
+        ),
+        errors,
+    )
 
 
 def rubric_problem(set_dir: str | os.PathLike, rubric: str) -> str | None:
@@ -641,6 +673,9 @@ def add_judgments(
     rubric: str | os.PathLike | None = None,
     scale: Mapping[int, str] | None = None,
     dataset: str | None = None,
+    completeness: Completeness | None = None,
+    imported_from: Mapping[str, str] | None = None,
+    description: str | None = None,
 ) -> tuple[JudgmentSet, int]:
     """Add judgment records to the set ``into``; nothing is written unless every record is valid.
 
@@ -657,8 +692,11 @@ def add_judgments(
     versions keep their own). Records are checked by the same code as judgments.jsonl, against
     the set's scale; problems name ``source`` and its lines. ``errors``: problems already found
     while reading the records, raised together with these. ``dataset``: the name of the dataset the
-    ids were checked against, recorded in a manifest that does not name one yet. Returns the
-    written set and the number of judgments added.
+    ids were checked against, recorded in a manifest that does not name one yet. ``completeness``:
+    what the written set declares (None: the base set's, a first version's default ``pooled``);
+    ``imported_from``: a first version made from a qrels file records its path, format and sha256.
+    ``description``: a new set's (default: none for a first version, what a revision added for one).
+    Returns the written set and the number of judgments added.
     """
     into = Path(into)
     files: dict[str, bytes] = {}
@@ -691,6 +729,13 @@ def add_judgments(
     else:
         new_manifest, files = first_manifest(into, rubric, scale, date)
         base, base_dir = None, into
+    if imported_from and (parent is not None or (base is not None and base.judgments.height)):
+        raise InputError(
+            "a qrels file makes a first version, or fills an empty one; add judgments of your own on top of it "
+            "as a revision (--into a new version --parent it)",
+            file=imported_from.get("file"),
+            field="into",
+        )
     prior = base.judgments if base is not None else None
     frame, problems = validate_judgment_records(
         records, source, new_manifest.scale, None, prior=prior, prior_source=str(base_dir / JUDGMENTS_NAME)
@@ -703,7 +748,7 @@ def add_judgments(
     for name in frame["annotator"].to_list():
         if name not in annotators:
             annotators.append(name)
-    description = new_manifest.description
+    description = description if description is not None and not into.exists() else new_manifest.description
     if base is not None and base.judgments.height == 0 and EMPTY_SET_NOTE in description:
         description = description.split(EMPTY_SET_NOTE, 1)[0]  # the scaffold's "empty until ..." is no longer true
     elif not description and parent is not None and not into.exists():
@@ -714,6 +759,8 @@ def add_judgments(
         annotators=tuple(annotators),
         dataset=new_manifest.dataset or dataset or "",
         description=description,
+        completeness=completeness if completeness is not None else new_manifest.completeness,
+        imported_from=dict(imported_from) if imported_from else (new_manifest.imported_from if into.exists() else None),
     )
     if new_manifest.rubric not in files and (problem := rubric_problem(into, new_manifest.rubric)):
         raise InputError(problem, file=str(into / MANIFEST_NAME), field="rubric")
@@ -831,6 +878,8 @@ def set_provenance(judgment_set: JudgmentSet) -> dict[str, Any]:
         "rubric": manifest.rubric,
         "rubric_sha256": judgment_set.rubric_sha256,
         "description": manifest.description,
+        "completeness": manifest.completeness.to_dict(),
+        **({"imported_from": dict(manifest.imported_from)} if manifest.imported_from else {}),
         "aggregation": "lower median of the annotators' grades",
         **model_judged(judgment_set.judgments),
     }
@@ -841,6 +890,18 @@ def model_judged(judgments: pl.DataFrame) -> dict[str, Any]:
     human-only slice); nothing when every label is human."""
     by_model = judgments.filter(pl.col("annotator").str.starts_with(MODEL_PREFIX))
     return {"model_judged_queries": sorted(by_model["query_id"].unique().to_list())} if by_model.height else {}
+
+
+def config_completeness(judgments: Mapping[str, Any]) -> Completeness:
+    """The completeness a judgments config declares for the qrels file it names (``completeness:``),
+    else its format's convention (:func:`releval.judging.completeness.default_for_format`)."""
+    if "completeness" not in judgments:
+        return default_for_format(str(judgments.get("format")))
+    problems: list[str] = []
+    found = parse_completeness(judgments["completeness"], problems.append)
+    if found is None:
+        raise InputError(problems[0], file="params.yaml", field="judgments.completeness")
+    return found
 
 
 def active_set_path(params: Mapping[str, Any]) -> Path:
@@ -888,6 +949,7 @@ def active_judgments(
             # A BEIR dataset directory is hashed by the qrels file read from it.
             "source_sha256": io.sha256_file(judgments_file(judgments["path"], judgments["format"])),
             "scale": {str(k): v for k, v in judgments.get("scale", {}).items()},
+            "completeness": config_completeness(judgments).to_dict(),
         }
     doc_ids = docs["doc_id"]
     unknown_docs = qrels.filter(~pl.col("doc_id").is_in(doc_ids.implode()))

@@ -31,11 +31,12 @@ from releval.measurement import scoring
 from releval.measurement.compare import document_ranks
 from releval.measurement.metrics import contract_from_params, parse_metric
 from releval.inputs import trec
-from releval.errors import InputError
+from releval.errors import InputError, InputErrors
 from releval.inputs.corpus import read_docs
 from releval.inputs.datasets import references_for
 from releval.inputs.schemas import Record, raise_all, read_jsonl
 from releval.judging import judgments as jmod
+from releval.judging.completeness import POOLED, POSITIVES_ONLY, Completeness
 
 POOL_COLUMNS = ("query_id", "query", "doc_id", "title", "snippet", "grade", "annotator", "notes")
 SNIPPET_CHARS = 300
@@ -166,8 +167,6 @@ def build_pool(
 
 def write_pool(out: Path, table: pl.DataFrame) -> None:
     if out.suffix.lower() == ".jsonl":
-        import json
-
         text = "".join(
             json.dumps({c: row[c] for c in POOL_COLUMNS}, ensure_ascii=False) + "\n"
             for row in table.iter_rows(named=True)
@@ -261,6 +260,34 @@ def read_filled_pool(path: str | Path, annotator: str | None) -> tuple[list[Reco
                 values[key] = values[key].strip()
         records.append(Record(line, values))
     return records, ungraded, errors
+
+
+POOL_SUFFIXES = (".csv", ".jsonl")
+QRELS_ANNOTATOR = "qrels"  # the annotator of labels read from a qrels file, whose judges it does not name
+
+
+def is_qrels_file(path: str | Path) -> bool:
+    """A qrels file (TREC qrels, a BEIR .tsv) rather than a filled pool (.csv, .jsonl)."""
+    return Path(path).suffix.lower() not in POOL_SUFFIXES
+
+
+def read_qrels_records(path: str | Path, annotator: str | None) -> tuple[list[Record], list[InputError]]:
+    """The rows of a qrels file as judgment records (annotator ``annotator``, else :data:`QRELS_ANNOTATOR`),
+    each with the file's line number, read by the readers `releval score` and the judgments stage use."""
+    path = Path(path)
+    try:
+        frame = trec.read_qrels(path)
+    except InputError as exc:
+        return [], list(exc.errors) if isinstance(exc, InputErrors) else [exc]
+    header = trec.qrels_format_of(path) == "beir"
+    with open(path, "rb") as fh:
+        lines = [n for n, line in enumerate(fh, start=1) if line.strip() and not (header and n == 1)]
+    who = annotator or QRELS_ANNOTATOR
+    records = [
+        Record(line, {"query_id": q, "doc_id": d, "grade": g, "annotator": who})
+        for line, (q, d, g) in zip(lines, frame.select("query_id", "doc_id", "grade").iter_rows())
+    ]
+    return records, []
 
 
 def _csv_rows(
@@ -413,6 +440,7 @@ def import_filled_pool(
     rubric: str | Path | None = None,
     scale: Mapping[int, str] | None = None,
     dataset: str | None = None,
+    completeness: str | None = None,
 ) -> PoolImport:
     """Add a filled pool's graded rows to the set ``into``: appended when it exists (an empty first
     version included), else a new version of ``parent``, else (no ``parent``) a first version with
@@ -420,9 +448,29 @@ def import_filled_pool(
     the dataset's RUBRIC.md beside ``into``). Ids are checked against the queries and corpus of the
     set's dataset (:func:`releval.inputs.datasets.references_for`; a new first version: the active
     dataset, or ``dataset``), unless ``queries`` and ``corpus`` name others. Nothing is written
-    unless every row is valid (InputErrors lists every problem)."""
+    unless every row is valid (InputErrors lists every problem).
+
+    ``filled`` may be a qrels file instead (TREC qrels or a BEIR .tsv: :func:`is_qrels_file`): its rows
+    are the records (annotator ``annotator``, else ``qrels``), and the version records where they came
+    from (``imported_from``: path, format, sha256). ``completeness`` (``pooled`` or ``positives-only``)
+    is what the written set declares; None keeps the base set's, and a qrels file without a grade-0
+    row is declared positives-only (it lists relevant documents only), with one with such rows pooled."""
     into = Path(into)
-    records, ungraded, read_errors = read_filled_pool(filled, annotator)
+    imported_from = None
+    declared = None if completeness is None else Completeness(completeness)
+    if is_qrels_file(filled):
+        records, read_errors = read_qrels_records(filled, annotator)
+        ungraded = 0
+        imported_from = {
+            "file": str(filled),
+            "format": trec.qrels_format_of(Path(filled)),
+            "sha256": io.sha256_file(filled) if Path(filled).is_file() else "",
+        }
+        if declared is None:
+            zeros = any(r.values["grade"] == 0 for r in records)
+            declared = Completeness(POOLED if zeros else POSITIVES_ONLY)
+    else:
+        records, ungraded, read_errors = read_filled_pool(filled, annotator)
     base = into if (into / jmod.MANIFEST_NAME).exists() else (Path(parent) if parent else None)
     if base == into:
         refuse_reported(into)
@@ -452,6 +500,8 @@ def import_filled_pool(
         rubric=rubric,
         scale=scale,
         dataset=references.dataset,
+        completeness=declared,
+        imported_from=imported_from,
     )
     moved = None
     if base_qrels is not None:
@@ -618,14 +668,21 @@ def grid_debt(
     return Debt(counts, table, depth, version, query_texts.height, len(retrieved))
 
 
+def read_contract(metrics_path: str | Path) -> dict[str, Any]:
+    """metrics.json's contract (an error naming the file when it has none)."""
+    path = Path(metrics_path)
+    try:
+        return dict(json.loads(path.read_text(encoding="utf-8"))["contract"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise InputError(f"not a readable metrics.json: {exc}", file=str(path), field="contract") from None
+
+
 def low_judged_configs(
     metrics_path: str | Path, depth: int, threshold: float, config_ids: Iterable[str]
 ) -> list[tuple[str, float]]:
     """(configuration, mean judged@depth) of each of ``config_ids`` scored in ``metrics_path``
     (reports/metrics.json: the mean over the scored queries) whose judged@depth is below
     ``threshold``, lowest first; configurations metrics.json does not hold are left out."""
-    import json
-
     path = Path(metrics_path)
     try:
         document = json.loads(path.read_text(encoding="utf-8"))

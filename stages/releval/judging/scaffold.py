@@ -35,7 +35,10 @@ from releval import io
 from releval.errors import InputError
 from releval.inputs.corpus import corpus_format_of, read_corpus, read_queries
 from releval.inputs.schemas import load_queries
+from releval.inputs.trec import qrels_format_of
 from releval.judging import judgments as jmod
+from releval.judging.completeness import POOLED, POSITIVES_ONLY, Completeness
+from releval.judging.pool import read_qrels_records
 
 CORPUS_FORMATS = ("jsonl", "folder", "beir", "smart")
 QUERY_FORMATS = ("releval", "jsonl", "beir", "smart")
@@ -247,6 +250,37 @@ class Scaffold:
     manifest: jmod.Manifest
 
 
+def _first_version_from_qrels(
+    qrels: Path,
+    into: Path,
+    name: str,
+    docs: pl.DataFrame,
+    queries: pl.DataFrame,
+    scale: Mapping[int, str],
+    date: str | None,
+    completeness: str | None,
+) -> jmod.Manifest:
+    """The first version of dataset ``name``: the qrels file's rows, checked against ``docs`` and ``queries``."""
+    records, errors = read_qrels_records(qrels, None)
+    zeros = any(r.values["grade"] == 0 for r in records)
+    declared = Completeness(completeness or (POOLED if zeros else POSITIVES_ONLY))
+    judgment_set, added = jmod.add_judgments(
+        records,
+        str(qrels),
+        into,
+        date=date,
+        query_ids=queries["query_id"].to_list(),
+        doc_lengths=jmod.doc_lengths(docs),
+        errors=errors,
+        scale=scale,
+        dataset=name,
+        completeness=declared,
+        imported_from={"file": qrels.as_posix(), "format": qrels_format_of(qrels), "sha256": io.sha256_file(qrels)},
+        description=f"first judgment set of dataset {name}: the {len(records)} labels of {qrels.name}",
+    )
+    return judgment_set.manifest
+
+
 def _conf_path(path: Path, root: Path) -> str:
     """A path for a config under ``root``: relative to the root (``../shared/...`` outside it), '/'-separated."""
     return Path(os.path.relpath(path.resolve(), root.resolve())).as_posix()
@@ -270,6 +304,8 @@ def init_dataset(
     annotators: tuple[str, ...] = (),
     scale: Mapping[int, str] | None = None,
     date: str | None = None,
+    qrels: str | os.PathLike | None = None,
+    completeness: str | None = None,
 ) -> Scaffold:
     """Check the corpus (and queries, when given) and write the dataset's files (module docstring).
 
@@ -277,6 +313,11 @@ def init_dataset(
     name them relative to ``root``. ``annotators``: the first version's declared names (at least
     one: a manifest declares who may judge; an import adds new names). Refuses, writing nothing,
     when a target exists, the root is not a releval project, or an input is bad.
+
+    ``qrels`` (TREC qrels or a BEIR .tsv; needs ``queries``): the labels you already have become the
+    first version instead of an empty one, checked against the corpus and queries, recording the
+    file's path, format and sha256 and what it declares (``completeness``: default positives-only when
+    no row has grade 0, else pooled; :func:`releval.judging.pool.import_filled_pool`).
     """
     check_name(name)
     root = Path(root)
@@ -302,6 +343,10 @@ def init_dataset(
     corpus_path = Path(corpus)
     docs, corpus_format = check_corpus(corpus_path, corpus_format)
     query_table = check_queries(Path(queries), queries_format) if queries is not None else None
+    if qrels is not None and query_table is None:
+        raise InputError(
+            "the qrels' query ids must be those of your queries: give --queries too", file=str(qrels), field="queries"
+        )
     checked = jmod.checked_scale(scale)
     if date is not None and jmod._date_text(date) is None:
         raise InputError(f"expected YYYY-MM-DD, got {date!r}", file="<command line>", field="date")
@@ -321,9 +366,16 @@ def init_dataset(
     if queries is None:
         write(files.queries, queries_template())
     write(files.rubric, rubric_template(name, checked))
-    manifest, _ = jmod.first_manifest(root / files.first_set, None, checked, date, annotators)
-    description = f"first judgment set of dataset {name}{jmod.EMPTY_SET_NOTE}"
-    sealed = jmod.write_version(root / files.first_set, replace(manifest, description=description, dataset=name), b"")
+    if qrels is not None:
+        sealed = _first_version_from_qrels(
+            Path(qrels), root / files.first_set, name, docs, query_table, checked, date, completeness
+        )
+    else:
+        manifest, _ = jmod.first_manifest(root / files.first_set, None, checked, date, annotators)
+        description = f"first judgment set of dataset {name}{jmod.EMPTY_SET_NOTE}"
+        sealed = jmod.write_version(
+            root / files.first_set, replace(manifest, description=description, dataset=name), b""
+        )
     written.append(files.first_set)
     jmod.load_version(root / files.first_set)  # the validator's word on what was written
     return Scaffold(files, written, docs.height, query_table, sealed)

@@ -69,6 +69,7 @@ Pair = tuple[str, str]
 
 SESSION_SUFFIX = ".session"
 ASSIGNMENT_NAME = "assignment.json"
+DEBT_SOURCE = "the judging debt of the grid"  # how an assignment of the debt names its source
 SET_LOCK_NAME = ".set.lock"  # an annotator's name starts with a letter or digit: never this
 SEARCH_RESULTS = 10
 MAX_BODY = 1 << 20  # bytes of a request body: a grade and its notes are far less
@@ -967,7 +968,7 @@ def open_desk(
                     file="<command line>",
                     field="pool",
                 )
-            source = f"the judging debt of the grid at depth {depth} against {base_set.version}"
+            source = f"{DEBT_SOURCE} at depth {depth} against {base_set.version}"
         recorded = new_assignment(
             pairs,
             source,
@@ -988,6 +989,10 @@ def open_desk(
     else:
         _check_against_record(recorded, set_dir, pool, second, double_share, seed)
 
+    # Grades of the grid's whole judging debt make the set pooled at that depth, whatever the parent
+    # declared (labels a team had, positives-only, with every top-k pair of the grid now judged on top).
+    from_debt = recorded.source.startswith(DEBT_SOURCE)
+
     def importer(filled: Path) -> PoolImport:
         return import_filled_pool(
             filled,
@@ -999,6 +1004,7 @@ def open_desk(
             queries_format=queries_format,
             corpus=corpus_path,
             corpus_format=corpus_format,
+            completeness="pooled" if from_debt else None,
         )
 
     return Desk(set_dir, annotator, recorded, material, importer)

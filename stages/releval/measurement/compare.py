@@ -37,6 +37,7 @@ import numpy as np
 import polars as pl
 
 from releval.errors import InputError
+from releval.judging import completeness
 from releval.measurement import scoring, stats
 from releval.measurement.metrics import Evaluation
 from releval.measurement.metrics import contract_differences as differing_terms
@@ -665,6 +666,8 @@ def render_pair(report: PairReport, family: str = "comparisons") -> str:
         lines.append(f"   thin evidence: {thin}")
     if report.coverage is not None:
         lines.append(f"7. coverage: {report.coverage.sentence()}")
+    elif completeness.from_contract(report.baseline.contract).positives_only:
+        lines.append(f"7. coverage: not a question here: {completeness.POSITIVES_ONLY_CAVEAT}")
     for result in report.slices:
         c = result.comparison
         if c.verdict == stats.NO_VERDICT:
@@ -1086,6 +1089,8 @@ def coverage_lines(report: GridReport) -> list[str]:
     """The grid's coverage notes: the terms, how many comparisons are coverage-confounded, and for
     each confounded or winner-changing one why, with its condensed-list value and bpref."""
     if report.coverage_metric is None or report.coverage_terms is None:
+        if completeness.from_contract(report.contract).positives_only:
+            return ["", f"coverage: not a question here: {completeness.POSITIVES_ONLY_CAVEAT}"]
         return []
     terms = report.coverage_terms
     head = (

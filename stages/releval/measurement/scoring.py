@@ -27,6 +27,8 @@ import polars as pl
 
 from releval import io
 from releval.errors import InputError
+from releval.judging.completeness import CONTRACT_KEY as CONTRACT_COMPLETENESS
+from releval.judging.completeness import POOLED, POSITIVES_ONLY, Completeness
 from releval.measurement import holdout
 from releval.retrieval import runs
 from releval.measurement import operations
@@ -328,12 +330,15 @@ class ScoredRun:
     document_run: pl.DataFrame  # the run at document level over the scored queries (its TREC file)
 
 
-def score_run(run_dir: Path, scored: ScoredQueries, metrics: Sequence[str], contract: Contract) -> ScoredRun:
-    """Read the run in ``run_dir``, collapse it to documents and score it over ``scored``."""
+def score_run(
+    run_dir: Path, scored: ScoredQueries, metrics: Sequence[str], contract: Contract, *, condensed: bool = True
+) -> ScoredRun:
+    """Read the run in ``run_dir``, collapse it to documents and score it over ``scored``; ``condensed``
+    False (positives-only judgments: :mod:`releval.judging.completeness`) adds no condensed-list column."""
     chunk_run, meta = runs.read_run(run_dir)
     doc_run = document_run(chunk_run, scored.ids)
     evaluation = score(doc_run, scored, metrics, contract)
-    per_query = with_condensed(evaluation, doc_run, scored.qrels)
+    per_query = with_condensed(evaluation, doc_run, scored.qrels) if condensed else evaluation.per_query
     cid = meta["config_id"]
     return ScoredRun(
         config_id=cid,
@@ -377,6 +382,17 @@ def condensed_means(per_query: pl.DataFrame) -> dict[str, float]:
     }
 
 
+def judged_completeness(judgments: Mapping[str, Any]) -> Completeness:
+    """The completeness judgments.json records (the judgments stage's provenance); pooled when it
+    records none (judgments scored before the term existed)."""
+    recorded = judgments.get(CONTRACT_COMPLETENESS) or {}
+    return Completeness(
+        POSITIVES_ONLY if recorded.get("kind") == POSITIVES_ONLY else POOLED,
+        recorded.get("depth"),
+        tuple(recorded.get("systems") or ()),
+    )
+
+
 def metrics_document(
     results: Mapping[str, Mapping[str, Any]],
     contract: Contract,
@@ -409,6 +425,7 @@ def metrics_document(
         "judgments_version": judgments["version"],
         "judgments_sha256": judgments["source_sha256"],
         "pooling": judgments.get("description") or "not recorded",
+        CONTRACT_COMPLETENESS: judged_completeness(judgments).kind,
         **split_terms,
     }
     document: dict[str, Any] = {
