@@ -175,3 +175,33 @@ def test_an_external_run_is_scored_compared_and_gated_beside_the_grid(shell):
     assert "gate: " in ran.output
     metrics = json.loads((shell.cwd / "reports" / "mydocs" / "metrics.json").read_text())
     assert metrics["configs"]["external/prod"]["ndcg@10"] == metrics["configs"]["bm25/c256"]["ndcg@10"]
+
+
+# --------------------------------------------------------------------------- J3: labels you already have
+
+
+def write_beir_folder(folder: Path) -> None:
+    """The same pages as a BEIR folder, with the user's answer key as positives-only qrels."""
+    pages = package_pages()
+    (folder / "qrels").mkdir(parents=True)
+    with open(folder / "corpus.jsonl", "w") as fh:
+        for name, text in pages.items():
+            title, _, body = text.partition("\n\n")
+            fh.write(json.dumps({"_id": name, "title": title.removeprefix("# "), "text": body}) + "\n")
+    with open(folder / "queries.jsonl", "w") as fh:
+        for query_id, (text, _) in QUERIES.items():
+            fh.write(json.dumps({"_id": query_id, "text": text}) + "\n")
+    rows = [f"{q}\t{d}\t{g}" for q, (_, key) in QUERIES.items() for d, g in key.items()]
+    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "\n".join(rows) + "\n")
+
+
+def test_labels_you_already_have_give_verdicts_under_their_declaration(shell):
+    write_beir_folder(shell.cwd.parent / "mybeir")
+    ran = shell.run("labels/beir", timeout=3600)
+    assert "declared positives-only" in ran.output
+    assert "COVERAGE-CONFOUNDED" not in ran.output and "gate: " in ran.output
+    assert "not a question here: positives-only judgments" in ran.output  # the caveat, once per comparison
+    metrics = json.loads((shell.cwd / "reports" / "mybeir" / "metrics.json").read_text())
+    assert metrics["contract"]["completeness"] == "positives-only"
+    assert not any(m.startswith(("judged@", "bpref")) for m in metrics["contract"]["metrics"])
+    assert all(not c["condensed"] for c in metrics["configs"].values())
