@@ -8,6 +8,7 @@ with the tampered files and only the audit's own checks can tell.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import re
@@ -17,7 +18,9 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from dvc.repo import Repo
 
+from releval import cli
 from releval.provenance import archive
 from support.audited_project import make_audited_project
 from support.commands import run
@@ -259,17 +262,25 @@ TAMPERS = [
 
 
 @pytest.mark.parametrize("tamper,commit,named", TAMPERS, ids=[t[0].__name__ for t in TAMPERS])
-def test_every_tamper_makes_audit_all_exit_1_naming_the_broken_link(audited_project, tmp_path, tamper, commit, named):
+def test_every_tamper_makes_audit_all_exit_1_naming_the_broken_link(
+    audited_project, tmp_path, capsys, tamper, commit, named
+):
     project = copy_project(audited_project, tmp_path / "tampered")
     tamper(project)
-    if commit:
-        run(["dvc", "commit", "-f", "-q"], project)
-        assert run(["dvc", "status", "-q"], project, check=False).returncode == 0  # DVC sees nothing wrong
-    result = audit_cli(project, "--all")
-    assert result.returncode == 1, result.stdout + result.stderr
-    broken = broken_lines(result.stdout)
-    assert any(named in line for line in broken), (named, broken, result.stdout)
-    assert "result: BROKEN" in result.stdout
+    # `dvc commit -f` and `releval audit --all`, in this process (no interpreter start per tamper:
+    # the revision test below runs the command as a process)
+    with contextlib.chdir(project):
+        if commit:
+            with Repo(str(project)) as repo:
+                repo.commit(force=True)
+                assert repo.status() == {}  # DVC sees nothing wrong
+        capsys.readouterr()
+        code = cli.main(["audit", "--all"])
+    out = capsys.readouterr().out
+    assert code == 1, out
+    broken = broken_lines(out)
+    assert any(named in line for line in broken), (named, broken, out)
+    assert "result: BROKEN" in out
 
 
 # --------------------------------------------------------------------------- auditing a revision runs none of its code
@@ -315,6 +326,7 @@ def test_auditing_a_revision_never_imports_or_runs_its_code(audited_project, tmp
         result = audit_cli(where, *args)
         assert not marker.exists(), (args, marker.read_text(), result.stdout, result.stderr)
         assert result.returncode in (0, 1), result.stdout + result.stderr
-        assert re.search(r"^\(revision pull-request, commit [0-9a-f]{12}: a temporary clone", result.stdout, re.M)
+        head = re.search(r"^\(revision pull-request, commit [0-9a-f]{12}: a temporary clone", result.stdout, re.M)
+        assert head, result.stdout + result.stderr
         assert re.search(r"^ *audited with the releval code of commit [0-9a-f]{12}", result.stdout, re.M), result.stdout
         assert "no code of the audited tree was imported or run" in result.stdout

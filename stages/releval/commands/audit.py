@@ -124,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
     if args.rev:
         with revisions.checkout_revision(root, args.rev) as copy:
             note = (
-                f"(revision {args.rev}, commit {str(revisions.head_commit(copy))[:12]}: a temporary clone, "
+                f"(revision {args.rev}, commit {revisions.resolve_commit(root, args.rev)[:12]}: a temporary clone, "
                 "data restored from this "
                 "repository's DVC cache as far as it holds it)"
             )
