@@ -330,3 +330,38 @@ def test_auditing_a_revision_never_imports_or_runs_its_code(audited_project, tmp
         assert head, result.stdout + result.stderr
         assert re.search(r"^ *audited with the releval code of commit [0-9a-f]{12}", result.stdout, re.M), result.stdout
         assert "no code of the audited tree was imported or run" in result.stdout
+
+
+def test_reports_written_by_other_code_are_held_to_every_number_not_to_their_layout(audited_project, tmp_path, capsys):
+    """A revision audited with newer code (or a checkout whose code moved on): the score stage's
+    recorded code differs from this checkout's. Its markdown may be laid out differently and its
+    records may hold a field this code does not write: notes. A number that differs is still broken."""
+    project = copy_project(audited_project, tmp_path / "older-code")
+    markdown = project / "stages" / "releval" / "reporting" / "markdown.py"
+    markdown.write_text(markdown.read_text(encoding="utf-8") + "# an older version of the rendering code\n")
+    grid = project / "reports" / "grid.md"
+    grid.write_text(grid.read_text(encoding="utf-8").replace("# Retrieval grid", "# The grid", 1), encoding="utf-8")
+    _edit_json(project / "reports" / "quality.json", lambda doc: doc.update(written_by="older code"))
+
+    def audit_all() -> tuple[int, str]:
+        with contextlib.chdir(project):
+            with Repo(str(project)) as repo:
+                repo.commit(force=True)
+            capsys.readouterr()
+            code = cli.main(["audit", "--all"])
+        return code, capsys.readouterr().out
+
+    code, out = audit_all()
+    assert code == 0, out
+    other = r"stage score ran other code than this checkout's \(stages/releval/reporting/markdown.py\)"
+    layout = r"every number as the verified numbers give it; the layout differs: "
+    assert re.search(rf"^  note +report +reports/grid.md: {layout}{other}", out, re.M), out
+    assert re.search(rf"^  note +report +reports/quality.json: every field both hold equals .*{other}", out, re.M)
+
+    grid_md_number(project)  # a number: broken, whatever code wrote the file
+    quality_json_value(project)
+    code, out = audit_all()
+    assert code == 1, out
+    broken = broken_lines(out)
+    assert any("reports/grid.md: differs from what the verified numbers render: line" in line for line in broken)
+    assert any("reports/quality.json: differs from what the score stage makes" in line for line in broken), out

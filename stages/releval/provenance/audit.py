@@ -1600,17 +1600,22 @@ class AllAudit:
         if self.params is None:
             return [Link("contract", f"{self.metrics_file} contract", "note", "no params.yaml to check it against")]
         recorded, mine = self.metrics.get("contract") or {}, truth["contract"]
-        links = [
-            Link(
-                "contract",
-                f"{self.metrics_file} contract.{key}",
-                "mismatch",
-                f"records {_short(recorded.get(key))}; {paths.PARAMS}, judgments.json and the queries "
-                f"give {_short(mine.get(key))}",
+        other = self._other_code(self.metrics_file)
+        links = []
+        for key in dict.fromkeys([*recorded, *mine]):
+            if recorded.get(key) == mine.get(key) and (key in recorded) == (key in mine):
+                continue
+            one_side = (key in recorded) != (key in mine)
+            links.append(
+                Link(
+                    "contract",
+                    f"{self.metrics_file} contract.{key}",
+                    "note" if other and one_side else "mismatch",
+                    f"records {_short(recorded.get(key)) if key in recorded else '(no such term)'}; {paths.PARAMS}, "
+                    f"judgments.json and the queries give {_short(mine.get(key)) if key in mine else '(no such term)'}"
+                    + (f" ({other})" if other else ""),
+                )
             )
-            for key in dict.fromkeys([*recorded, *mine])
-            if recorded.get(key) != mine.get(key) or (key in recorded) != (key in mine)
-        ]
         if self.metrics.get("saturation") != truth.get("saturation"):
             links.append(
                 Link(
@@ -1621,7 +1626,7 @@ class AllAudit:
                     f"{_short(truth.get('saturation'))}",
                 )
             )
-        if not links:
+        if not any(link.broken for link in links):
             links.append(
                 Link(
                     "contract",
@@ -1666,13 +1671,39 @@ class AllAudit:
         return links
 
     def _json_link(self, path: str, expected: Any, how: str) -> Link:
+        """A JSON report against what this checkout's code makes of the verified numbers: equal;
+        where the stage that wrote it ran other code, equal in every field both hold (a field
+        only one version of the code writes is no difference)."""
         try:
             recorded = _read_json(self.root / path, self.root)
         except InputError as exc:
             return Link("report", path, "missing", exc.detail)
         if recorded == expected:
             return Link("report", path, "ok", f"equals what {how}")
+        other = self._other_code(path)
+        if other:
+            mine, theirs = _common(recorded, expected)
+            if mine == theirs:
+                return Link(
+                    "report",
+                    path,
+                    "note",
+                    f"every field both hold equals what {how}; some are written by one version of the code only "
+                    f"({_json_difference(recorded, expected)}): {other}",
+                )
+            return Link(
+                "report", path, "mismatch", f"differs from what {how}: {_json_difference(mine, theirs)} ({other})"
+            )
         return Link("report", path, "mismatch", f"differs from what {how}: {_json_difference(recorded, expected)}")
+
+    def _other_code(self, path: str) -> str:
+        """'stage X ran other code than this checkout's (files)' for the stage that wrote ``path``; '' when the same."""
+        stage = self._writer(path)
+        other = other_code(self.lock, stage) if stage else []
+        if not other:
+            return ""
+        more = ", …" if len(other) > 3 else ""
+        return f"stage {stage} ran other code than this checkout's ({', '.join(other[:3])}{more})"
 
     def _per_query_link(self, path: str) -> Link:
         frames = [self.rescored[c].per_query for c in self.expected if isinstance(self.rescored.get(c), Rescored)]
@@ -1796,7 +1827,7 @@ class AllAudit:
             ]
         written = json.loads(json.dumps(truth, sort_keys=True, default=str))  # as the report stage reads metrics.json
         contract, configs = written["contract"], written["configs"]
-        summary = cards.contract_summary(contract)
+        summary = cards.contract_summary(self.metrics.get("contract") or {})
         if summary != card.get("contract"):
             return [
                 Link(
@@ -1985,17 +2016,22 @@ def audited_inputs(root: Path, tmp: Path, lock: Mapping[str, Any]) -> tuple[Scor
         mine = rebuilt[path]
         if not (root / path).exists():  # not here: dvc.lock's check names it
             continue
+        other = other_code(lock, stage)
         if isinstance(mine, pl.DataFrame):
             recorded = pl.read_parquet(root / path)
+            if other:  # a column one version of the code writes only is no difference
+                shared = [c for c in mine.columns if c in recorded.columns]
+                recorded, mine = recorded.select(shared), mine.select(shared)
             same = recorded.equals(mine)
             where = "" if same else _frame_difference(recorded, mine, ["query_id", "doc_id"])
         else:
             recorded = json.loads((root / path).read_text(encoding="utf-8"))
+            if other:
+                recorded, mine = _common(recorded, mine)
             same = recorded == mine
             where = "" if same else _json_difference(recorded, mine)
         if same:
             continue
-        other = other_code(lock, stage)
         links.append(
             Link(
                 "inputs",
@@ -2044,6 +2080,18 @@ def _slices_agree(recorded: Mapping[str, Any], computed: Mapping[str, Any]) -> b
 
 def _unique(links: Sequence[Link]) -> list[Link]:
     return list(dict.fromkeys(links))
+
+
+def _common(recorded: Any, expected: Any) -> tuple[Any, Any]:
+    """Both JSON values cut to what both hold: the keys of each mapping both have (recursively,
+    into lists of equal length); what one version of the code writes and another does not is left out."""
+    if isinstance(recorded, dict) and isinstance(expected, dict):
+        pairs = {k: _common(recorded[k], expected[k]) for k in recorded if k in expected}
+        return {k: a for k, (a, _) in pairs.items()}, {k: b for k, (_, b) in pairs.items()}
+    if isinstance(recorded, list) and isinstance(expected, list) and len(recorded) == len(expected):
+        pairs = [_common(a, b) for a, b in zip(recorded, expected)]
+        return [a for a, _ in pairs], [b for _, b in pairs]
+    return recorded, expected
 
 
 def _json_difference(recorded: Any, expected: Any, where: str = "") -> str:
