@@ -62,4 +62,8 @@ def run(args: argparse.Namespace) -> int:
         )
         return 1
     print(f"holdout scores: {args.reports}/metrics.json, grid.md, per_query.parquet")
+    print(
+        f"the opening is logged in {args.log}; the card counts openings, so `dvc repro` brings "
+        "card.json and report.md up to date before you commit"
+    )
     return 0
