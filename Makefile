@@ -10,7 +10,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: setup repro params test test-heavy test-journeys test-fast lint docs bench bench-scale bench-incremental grid pydocs clean-venv
+.PHONY: setup repro params test test-heavy test-journeys test-fast lint docs bench bench-scale bench-incremental bench-inferred grid pydocs clean-venv
 
 setup: $(STAMP) $(WHEELS)/.downloaded
 
@@ -83,6 +83,11 @@ bench-scale: setup
 # Cold repro, one-page edit and +10% pages through real `dvc repro` in a fresh clone (~20k chunks; long).
 bench-incremental: setup
 	$(BIN)/python benchmarks/bench_incremental.py
+
+# Sampled judging on pydocs: infNDCG@10 and infAP from 10-50% samples of the grid's top-10 pool against the
+# full v3 judgments, 200 seeds per rate (bias, RMSE, interval coverage; ~30 min on one core).
+bench-inferred: setup
+	$(BIN)/python benchmarks/bench_inferred.py
 
 # Regenerate the embedded default corpus (edition v3) from this Python's own documentation;
 # `python -m releval.builders.pydocs --edition v2` regenerates the capped v2 corpus.

@@ -310,3 +310,26 @@ def test_bad_arguments():
         inferred.infer(design, qrels, runs, method="jackknife")
     with pytest.raises(InputError):
         inferred.infer(design, qrels, runs, baseline="nobody")
+
+
+@pytest.mark.parametrize("method", ["replacement", "rescaled"])
+def test_judgment_bootstrap_gives_the_stratified_variance_of_a_linear_estimate(method):
+    runs, grades = tiny_case()
+    frame = inferred.sampling_frame(runs, 3)
+    design = inferred.draw_sample(frame, 4, seed=1, strata=(1,), weights=(1.0, 1.0))
+    query = design.queries[0]
+    assert query.size == (2, 2) and query.population == (3, 4)
+    ranked = inferred.rank_runs(runs)
+    metric = inferred.parse_inferred_metric("infdcg@3")
+    model = inferred._QueryModel(query, grades, ranked, "q", 3, (metric,), Contract())
+    replicates = model.estimate(model.factors(20_000, np.random.default_rng(0), method))["infdcg@3"]
+    # Unbiased variance of the stratified HT total: sum_h N_h^2 (1 - f_h) s_h^2 / n_h, y = gain x discount in the top 3.
+    a_top = {"d1": 1.0, "d2": 1 / np.log2(3), "d3": 0.5}
+    expected = 0.0
+    for h in range(2):
+        sampled = [d for d in query.sampled if query.stratum[query.doc_ids.index(d)] == h]
+        y = [(2.0 ** grades[d] - 1) * a_top.get(d, 0.0) for d in sampled]
+        n, big_n = query.size[h], query.population[h]
+        expected += big_n**2 * (1 - n / big_n) * np.var(y, ddof=1) / n
+    assert expected > 0
+    assert replicates[:, 0].var() == pytest.approx(expected, rel=0.06)

@@ -230,7 +230,7 @@ def sampling_frame(
 
 
 def _judged_docs(qrels: pl.DataFrame | None) -> dict[str, dict[str, int]]:
-    if qrels is None:
+    if qrels is None or qrels.height == 0:
         return {}
     qrels = check_qrels(qrels)
     out: dict[str, dict[str, int]] = {}
