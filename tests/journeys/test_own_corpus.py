@@ -120,7 +120,7 @@ def grade_every_pair_in_the_browser(url: str) -> int:
     from playwright.sync_api import sync_playwright
 
     key = {query_id: grades for query_id, (_, grades) in QUERIES.items()}
-    graded = 0
+    graded: set[str] = set()
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
         try:
@@ -132,7 +132,7 @@ def grade_every_pair_in_the_browser(url: str) -> int:
                 pair = page.evaluate("document.body.dataset.pair")
                 query_id, doc_id = pair.split("\t")
                 page.keyboard.press(str(key[query_id].get(doc_id, 0)))
-                graded += 1
+                graded.add(pair)
                 page.wait_for_function(
                     "p => document.body.dataset.pair !== p || !!document.querySelector('#done:not([hidden])')", arg=pair
                 )
@@ -142,7 +142,7 @@ def grade_every_pair_in_the_browser(url: str) -> int:
             assert "written to v1" in status, status
         finally:
             browser.close()
-    return graded
+    return len(graded)
 
 
 def test_judge_the_debt_in_the_browser(shell):

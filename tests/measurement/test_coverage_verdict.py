@@ -383,3 +383,17 @@ def test_the_default_metric_section_records_coverage_terms_and_a_discriminating_
     assert scoring.saturation(section["metrics"], 143)["saturated"] == ["recall@100"]
     # the score stage reads the same section as its contract: `coverage` is not an engine term
     contract_from_params(section)
+
+
+def test_a_tie_on_an_alternative_is_no_contradiction():
+    """A tie under bpref beside an nDCG difference was reported as "THE WINNER DIFFERS: ... bpref neither"."""
+    from releval.measurement.compare import Coverage
+    from releval.measurement.scoring import CoverageTerms
+
+    def found(standard, condensed, bpref):
+        terms = CoverageTerms()
+        return Coverage("judged@10", terms, "ndcg@10", ("base", "cand"), (1.0, 1.0), standard, condensed, bpref, None)
+
+    assert found((0.5, 0.6), (0.5, 0.6), (0.4, 0.4)).winner_differs() == []
+    assert found((0.5, 0.6), (0.5, 0.6), (0.4, 0.3)).winner_differs() == ["bpref"]
+    assert found((0.5, 0.5), (0.5, 0.6), (0.4, 0.3)).winner_differs() == []

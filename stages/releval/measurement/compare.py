@@ -208,9 +208,15 @@ class Coverage:
         return self.names[1] if difference > 0 else self.names[0] if difference < 0 else "tie"
 
     def winner_differs(self) -> list[str]:
-        """The alternatives (condensed-list value, bpref) that favour another side than the standard value."""
+        """The alternatives (condensed-list value, bpref) that favour the other side than the standard value
+        (a tie on either is no contradiction: it favours neither)."""
         winners = self.winners()
-        return [name for name, side in winners.items() if name != self.metric and side != winners[self.metric]]
+        standard = winners[self.metric]
+        return [
+            name
+            for name, side in winners.items()
+            if name != self.metric and "tie" not in (side, standard) and side != standard
+        ]
 
     def terms_text(self) -> str:
         return f"each >= {self.terms.min_judged:g}, gap <= {self.terms.max_judged_gap:g}"
