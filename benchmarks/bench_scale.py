@@ -72,8 +72,8 @@ OVERRIDES = (
     f"grid.models=[{MODEL}]",
     f"grid.chunkings=[{CHUNKING}]",
     f"grid.fusions=[{FUSION}]",
-    "grid.reranked=null",
-    "~fused@grid.fused.splade_minilm",
+    "grid.reranked={}",
+    "~grid.fused.splade_minilm",
     f"grid.baseline={MODEL}/{CHUNKING}",
     "dataset.corpus.path=corpus.jsonl",
 )

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 
-import pytest
 import yaml
 
 from support import ROOT
@@ -28,18 +27,22 @@ encode minilm/c256 queries: 85 queries in 3.5 s (24.3 queries/s)
 """
 
 
-def test_the_reranker_is_dropped_and_nothing_else() -> None:
-    text = (ROOT / "conf" / "config.yaml").read_text(encoding="utf-8")
-    before, after = yaml.safe_load(text), yaml.safe_load(bench_incremental.without_reranker(text))
-    assert before["grid"]["reranked"], "the default grid reranks: the edit has something to drop"
-    assert after["grid"]["reranked"] == {}
-    before["grid"]["reranked"] = {}
-    assert after == before
+def test_the_benchmark_grid_is_composed_with_the_documented_overrides(tmp_path) -> None:
+    """The grid edit is the documented one (the reranker and the named fusion dropped by overrides), and it
+    composes on the real conf/: its models, one chunking, one fusion, nothing reranked or fused by name."""
+    import shutil
 
+    from releval.composition import compose
 
-def test_a_config_without_the_block_is_refused() -> None:
-    with pytest.raises(SystemExit, match="grid.reranked"):
-        bench_incremental.without_reranker("grid:\n  models: [minilm]\n")
+    shutil.copytree(ROOT / "conf", tmp_path / "conf", ignore=shutil.ignore_patterns("recorded.yaml"))
+    compose(tmp_path / "conf", tmp_path / "params.yaml", bench_incremental.overrides(["minilm", "wordllama"])[:-1])
+    grid = yaml.safe_load((tmp_path / "params.yaml").read_text(encoding="utf-8"))["grid"]
+    assert (grid["models"], grid["chunkings"], grid["reranked"], grid["fused"]) == (
+        ["minilm", "wordllama"],
+        [bench_incremental.CHUNKING],
+        {},
+        {},
+    )
 
 
 def test_the_log_gives_each_encode_cell_and_the_stages_run() -> None:

@@ -715,10 +715,10 @@ def one_model_conf(project: Path) -> None:
         "  - model@models.minilm_l3: minilm_l3\n",
         "  - reranker@rerankers.e5: e5small\n",
         "  - fused@grid.fused.splade_minilm: splade_minilm\n",
+        "  - reranked@grid.reranked.minilm-c256-e5: minilm_c256_e5\n",
     ):
         assert line in text
         text = text.replace(line, "")
-    text = text[: text.index("  reranked:")] + "  reranked: {}\n" + text[text.index("  baseline:") :]
     for old, new in (
         ("models: [minilm, e5small, splade, wordllama, minilm_l3]", "models: [minilm]"),
         ("chunkings: [c256, c512]", "chunkings: [c256]"),
