@@ -129,30 +129,104 @@ EXACT_BATCH = 64  # queries scored at once: 64 x 100,000 float64 similarities is
 
 
 def exact_search(vectors: np.ndarray, queries: np.ndarray, k: int, metric: str) -> tuple[np.ndarray, np.ndarray]:
-    """Top-k by brute force in float64, equal similarities ordered by position: the same on every run.
+    """Top-k by brute force in float64, equal similarities ordered by position: the same on every run
+    and every machine (every sum in a similarity is exact, see :func:`grid_products`).
 
     Similarities are usearch's (cos: cosine, ip: inner product, l2sq: minus the squared distance),
     so exact and HNSW scores are on one scale.
     """
-    base = np.asarray(vectors, dtype=np.float64)
-    if metric == "cos":
-        base = base / np.maximum(np.linalg.norm(base, axis=1, keepdims=True), np.finfo(np.float64).tiny)
-    k = min(k, len(base))
+    bits = grid_bits(np.shape(vectors)[1])
+    base = on_grid(vectors, bits)
+    tiny = np.finfo(np.float64).tiny
+    base_squares = base.squares()
+    base_norms = np.maximum(np.sqrt(base_squares), tiny)
+    k = min(k, len(base.high))
     keys = np.empty((len(queries), k), dtype=np.int64)
     scores = np.empty((len(queries), k), dtype=np.float64)
     for start in range(0, len(queries), EXACT_BATCH):
-        batch = np.asarray(queries[start : start + EXACT_BATCH], dtype=np.float64)
+        batch = on_grid(queries[start : start + EXACT_BATCH], bits)
+        sims = grid_products(batch, base)
         if metric == "cos":
-            batch = batch / np.maximum(np.linalg.norm(batch, axis=1, keepdims=True), np.finfo(np.float64).tiny)
-        if metric == "l2sq":
-            sims = -((batch**2).sum(1)[:, None] - 2.0 * batch @ base.T + (base**2).sum(1)[None, :])
-        else:
-            sims = batch @ base.T
-        # Stable sort of the negated scores: ties keep position order, whatever the BLAS threads.
+            sims /= np.maximum(np.sqrt(batch.squares()), tiny)[:, None] * base_norms[None, :]
+        elif metric == "l2sq":
+            sims = -((batch.squares()[:, None] - 2.0 * sims) + base_squares[None, :])
+        # Stable sort of the negated scores: ties keep position order.
         order = np.argsort(-sims, axis=1, kind="stable")[:, :k]
-        keys[start : start + len(batch)] = order
-        scores[start : start + len(batch)] = np.take_along_axis(sims, order, axis=1)
+        keys[start : start + len(sims)] = order
+        scores[start : start + len(sims)] = np.take_along_axis(sims, order, axis=1)
     return keys, scores
+
+
+# --- dot products that every machine computes alike ---------------------------------------------
+#
+# A float64 matrix product sums in the order its BLAS kernel chooses, and kernels are chosen per
+# machine (numpy's OpenBLAS runs its SkylakeX kernel on an AVX-512 CPU, its Haswell one elsewhere:
+# measured, the same vectors gave different last bits of the similarities). Sums of integers are
+# exact in any order while no partial sum passes 2**53. So each row is written as integers: scaled by
+# a power of two to below 2**bits, ``high`` its rounding and ``low`` the rounding of what is left,
+# 2**bits times finer (:func:`on_grid`); a dot product is then three products of integer matrices,
+# each exact whatever the kernel, the threads or the order (:func:`grid_bits` keeps every sum under
+# 2**53), scaled back by powers of two (exact) and added once (one rounding, the same everywhere);
+# a cosine divides by norms from such sums. The row is kept to about 2 * bits bits (44 at 384
+# dimensions) below its largest component, so a cosine is within ~1e-13 of the float64 one computed
+# any other way: the rankings are float64 search's, only ties closer than that are decided apart.
+
+
+@dataclasses.dataclass(frozen=True)
+class GridRows:
+    """Rows as ``(high + low * 2**-bits) * 2**(exponent - bits)``: ``high``, ``low`` integers stored as
+    float64, at most 2**bits and 2**(bits - 1) in size; ``exponent`` one power of two per row."""
+
+    high: np.ndarray
+    low: np.ndarray
+    exponent: np.ndarray
+    bits: int
+
+    def squares(self) -> np.ndarray:
+        """Each row's dot product with itself."""
+        return _combine(
+            np.einsum("ij,ij->i", self.high, self.high),
+            2.0 * np.einsum("ij,ij->i", self.high, self.low),
+            2 * self.exponent - 2 * self.bits,
+            self.bits,
+        )
+
+
+def grid_bits(dimension: int) -> int:
+    """The bits b of :class:`GridRows` for vectors of ``dimension``: a sum of ``dimension`` products of two
+    integers of at most 2**b is at most 2**53 (every partial sum an integer float64 holds exactly)."""
+    return (53 - max(int(dimension) - 1, 1).bit_length()) // 2
+
+
+def on_grid(rows: np.ndarray, bits: int) -> GridRows:
+    """``rows`` (float64, finite) as :class:`GridRows`."""
+    rows = np.asarray(rows, dtype=np.float64)
+    _, exponent = np.frexp(np.abs(rows).max(axis=1, initial=0.0))  # every |x| of the row < 2**exponent
+    scaled = np.ldexp(rows, (bits - exponent)[:, None])  # exact: a power of two; |scaled| < 2**bits
+    high = np.rint(scaled)
+    scaled -= high  # exact (Sterbenz); at most 1/2
+    low = np.rint(np.ldexp(scaled, bits, out=scaled), out=scaled)
+    return GridRows(high, low, exponent.astype(np.int64), bits)
+
+
+def _combine(main: np.ndarray, cross: np.ndarray, exponent: np.ndarray, bits: int) -> np.ndarray:
+    """``main * 2**exponent + cross * 2**(exponent - bits)``: both exact, one rounding in their sum."""
+    return np.ldexp(main, exponent) + np.ldexp(cross, exponent - bits)
+
+
+def grid_products(a: GridRows, b: GridRows) -> np.ndarray:
+    """``(len(a), len(b))`` float64 dot products, the same bits on every machine (see above)."""
+    main = a.high @ b.high.T  # integers, each partial sum at most 2**53: exact
+    cross = a.high @ b.low.T  # at most 2**52 each
+    cross += a.low @ b.high.T  # the sum at most 2**53: exact
+    return _combine(main, cross, a.exponent[:, None] + b.exponent[None, :] - 2 * a.bits, a.bits)
+
+
+def grid_pair_products(a: GridRows, b: GridRows) -> np.ndarray:
+    """Dot product of row i of ``a`` with row i of ``b``, for each i (float64, the same on every machine)."""
+    main = np.einsum("ij,ij->i", a.high, b.high)
+    cross = np.einsum("ij,ij->i", a.high, b.low) + np.einsum("ij,ij->i", a.low, b.high)
+    return _combine(main, cross, a.exponent + b.exponent - 2 * a.bits, a.bits)
 
 
 def recall_against_exact(approx: np.ndarray, exact: np.ndarray) -> float:
