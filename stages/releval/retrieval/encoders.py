@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import platform
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from releval import KERNELS
 from releval.errors import InputError
 from releval.retrieval.models import (
     ModelConfig,
@@ -128,6 +130,7 @@ def _pooling_mode(pooling) -> str | list[str] | None:
 
 def load_encoder(manifest: dict[str, Any], config: ModelConfig) -> Encoder:
     """Load the model the `model` stage's manifest names, for its family."""
+    check_kernels(config)
     if config.family == "sparse":
         from releval.retrieval.sparse import load_sparse_encoder
 
@@ -148,6 +151,27 @@ def load_encoder(manifest: dict[str, Any], config: ModelConfig) -> Encoder:
     return Encoder(config, manifest, model)
 
 
+def check_kernels(config: ModelConfig) -> None:
+    """torch runs the kernels :data:`releval.KERNELS` pins (a transformer on an x86 CPU), or the vectors
+    would be this machine's, not those every other machine computes: refused, naming why."""
+    if not KERNELS or config.family == "static" or not str(config.devices[0]).startswith("cpu"):
+        return
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return
+    import torch
+
+    wanted = KERNELS["ATEN_CPU_CAPABILITY"].upper()
+    running = torch.backends.cpu.get_cpu_capability()
+    if running != wanted:
+        raise InputError(
+            f"torch runs its {running} kernels, not the {wanted} ones releval pins so that vectors are the same "
+            "bits on every machine: torch computed something before releval was imported (import releval "
+            "first), or this CPU lacks AVX2 (RELEVAL_KERNELS=native lets torch choose; the vectors are then "
+            "this machine's own)",
+            field=f"models.{config.name}",
+        )
+
+
 def truncation_from_lengths(config: ModelConfig, lengths: np.ndarray) -> Truncation:
     """How max_seq_length cuts texts of these token counts (static models never cut)."""
     if config.family == "static":
@@ -158,9 +182,14 @@ def truncation_from_lengths(config: ModelConfig, lengths: np.ndarray) -> Truncat
 
 
 def pair_scores(query_vectors, chunk_vectors, query_rows: np.ndarray, chunk_rows: np.ndarray) -> np.ndarray:
-    """Dot product of each (query row, chunk row) pair, float64, for any family's vectors."""
+    """Dot product of each (query row, chunk row) pair, float64, for any family's vectors: the same bits
+    on every machine (dense: :func:`releval.retrieval.dense.grid_pair_products`; sparse: scipy sums each
+    row's products in the order of its terms)."""
     if isinstance(query_vectors, np.ndarray):
-        return np.einsum("ij,ij->i", query_vectors[query_rows], chunk_vectors[chunk_rows]).astype(np.float64)
+        from releval.retrieval.dense import grid_bits, grid_pair_products, on_grid
+
+        bits = grid_bits(query_vectors.shape[1])
+        return grid_pair_products(on_grid(query_vectors[query_rows], bits), on_grid(chunk_vectors[chunk_rows], bits))
     products = query_vectors[query_rows].astype(np.float64).multiply(chunk_vectors[chunk_rows].astype(np.float64))
     return np.asarray(products.sum(axis=1), dtype=np.float64).reshape(-1)
 

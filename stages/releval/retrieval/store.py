@@ -7,8 +7,8 @@ input changes. The store makes that rerun cheap: every vector is kept under
 
 where the namespace fixes everything else that decides the vector (:func:`namespace_terms`: the
 model weights and revision, the family, the role and its prompt, normalisation, max_seq_length,
-dtype, device type). An encode stage looks its texts up, computes only the missing ones,
-adds them as one shard, and assembles its matrix from the store.
+dtype, device type, the kernels torch runs). An encode stage looks its texts up, computes only the
+missing ones, adds them as one shard, and assembles its matrix from the store.
 
 **Why the outputs stay byte-identical to a cold run.** A transformer's vector for a text is not a
 function of the text alone: it depends, in the last bits, on the padded length of the batch the
@@ -54,7 +54,7 @@ from typing import Any
 
 import numpy as np
 
-from releval import io
+from releval import KERNELS, io
 from releval.errors import InputError
 
 FORMAT = 1
@@ -90,6 +90,9 @@ def namespace_terms(manifest: dict[str, Any], config, role: str) -> dict[str, An
         **{k: v for k, v in config.protocol().items() if k not in ("query_prompt", "document_prompt")},
         "device_type": str(config.devices[0]).split(":")[0],
         "batching": batch_plan(config).describe(),
+        # torch's kernels (releval.KERNELS): vectors stored before they were pinned, or under
+        # RELEVAL_KERNELS=native, are this machine's own
+        **({} if config.family == "static" else {"kernels": dict(KERNELS) or "native"}),
     }
 
 
