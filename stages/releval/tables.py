@@ -80,6 +80,12 @@ SMART_QUERIES = _table(
     "SMART queries",  # cran.qry: query_id is the position, source_id the printed .I id
     {"query_id": pl.String, "text": pl.String, "source_id": pl.String},
 )
+EVIDENCE_SPAN = pl.Struct({"quote": pl.String, "occurrence": pl.Int64, "start": pl.Int64, "end": pl.Int64})
+"""One evidence span of a judgment: a quoted anchor (``quote``, optional ``occurrence``) or
+character offsets (``start``, ``end``) into the document's text without its title. A typed list of
+structs rather than a JSON string: polars reads, filters and writes it to parquet as it is, and
+pandera checks its dtype, while a JSON string would need parsing on every read and could hold
+anything until it was."""
 JUDGMENTS = _table(
     "judgments",  # one annotator's grade per row: a judgment set's judgments.jsonl
     {
@@ -90,6 +96,9 @@ JUDGMENTS = _table(
         "span_start": pl.Int64,
         "span_end": pl.Int64,
         "notes": pl.String,
+        # evidence spans (releval.inputs.schemas): null, or a list of {quote, occurrence} anchors and
+        # {start, end} offsets, one struct with all four fields, the unused ones null
+        "evidence": pl.List(EVIDENCE_SPAN),
     },
     checked_by="releval.inputs.schemas:judgments_schema",
 )

@@ -18,13 +18,44 @@ the 1-based line and the field):
     ``grade``      an integer on the set's declared scale (``manifest.yaml`` ``scale``); a string
                    such as ``"2"``, a float such as ``2.0`` or a boolean is refused
     ``annotator``  non-empty string, one of the manifest's ``annotators``
+    ``evidence``   optional, on a grade >= 1 only: a non-empty list of evidence spans, the
+                   passages of the document that make it relevant (see *Evidence spans* below)
     ``span_start``, ``span_end``  optional, together or not at all: integers with
                    0 <= span_start < span_end, character offsets into the document text
-                   (with a corpus at hand, span_end <= the text's length)
+                   (with a corpus at hand, span_end <= the text's length). The older form of
+                   one offset span: still read (on any grade, as before), never on a line that
+                   also has ``evidence``; new evidence is written as ``evidence``
     ``notes``      optional string
     unique per (query_id, doc_id, annotator)
 
     {"query_id": "q001", "doc_id": "topic:dict", "grade": 2, "annotator": "alice"}
+    {"query_id": "q001", "doc_id": "topic:dict", "grade": 2, "annotator": "bob",
+     "evidence": [{"quote": "sorted(d.items(), key=lambda kv: kv[1])"}, {"start": 120, "end": 188}]}
+
+(one line in the file; wrapped here).
+
+Evidence spans (``evidence``), each one of
+
+    ``{"quote": "exact text", "occurrence": 2}``  a quoted anchor: the exact characters (no
+        whitespace or case folding), located in the document's text when the corpus is at hand;
+        ``occurrence`` (optional, an integer >= 1) picks the n-th place the quote starts at,
+        overlapping places counted ("aa" occurs twice in "aaa"); without it the quote must
+        occur exactly once
+    ``{"start": S, "end": E}``  character offsets, half-open, 0 <= S < E <= the text's length
+
+The basis of every span is the document's **text as ingested, without its title** (the
+``text`` column of the documents table): the same characters a chunk's ``start``/``end`` and its
+id ``doc_id#start-end`` index (:mod:`releval.retrieval.chunking`), whether or not retrievers
+read the title prepended to each chunk. A quote is therefore only ever looked for in the text,
+never in the title: one convention, so that an anchor and the offsets it resolves to always
+mean the same characters. Offsets count Unicode code points (Python's ``str`` indexing,
+polars' ``len_chars``), not bytes.
+
+A span's problem names its field as a JSON path into the line, indices from 0 as jq counts
+them: ``evidence[0].quote`` is the first span's quote. Without a corpus, only the spans' form is
+checked; against a corpus (:func:`check_references` with ``doc_texts``), each anchor must be
+found (once, or at its occurrence) and each end lie within the text, and a problem names the
+judged pair (query, doc) as well: a corpus edit that removes an anchor is caught here.
 
 Unknown keys are refused (a typo such as ``must_never_brake`` must not silently become false).
 
@@ -121,9 +152,9 @@ def read_jsonl(path: str | os.PathLike, errors: list[InputError], *, first_field
 
 
 MAX_JSON_DEPTH = 100
-"""Arrays and objects nested deeper than this in one line are refused. Records are flat (a query's
-``slices`` is the deepest value: depth 2); without a bound, json.loads of ``[[[...]]]`` 100,000 deep
-raises RecursionError, a traceback instead of a line naming the file."""
+"""Arrays and objects nested deeper than this in one line are refused. Records are nearly flat (a
+judgment's ``evidence``, a list of objects, is the deepest value: depth 3); without a bound,
+json.loads of ``[[[...]]]`` 100,000 deep raises RecursionError, a traceback instead of a line naming the file."""
 
 _INT64 = range(-(2**63), 2**63)
 
@@ -293,6 +324,10 @@ def _str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def _list(value: Any) -> list | None:
+    return value if isinstance(value, list) else None
+
+
 _QUERY_CONVERTERS = {
     "query_id": (_id_value, "a non-empty string without whitespace"),
     "text": (_str, "a string"),
@@ -308,7 +343,153 @@ _JUDGMENT_CONVERTERS = {
     "span_start": (_int_value, "an integer character offset"),
     "span_end": (_int_value, "an integer character offset"),
     "notes": (_str, "a string"),
+    "evidence": (_list, 'a list of spans ({"quote": "..."} or {"start": S, "end": E})'),
 }
+
+
+# --------------------------------------------------------------------------- evidence spans
+
+EVIDENCE_KEYS = ("quote", "occurrence", "start", "end")  # the fields of one span (JUDGMENTS' evidence struct)
+_EVIDENCE_FORMS = 'quote (with an optional occurrence), or start and end'
+
+
+class SpanError(ValueError):
+    """One evidence span that cannot be located: ``key`` is the span's field at fault."""
+
+    def __init__(self, key: str, message: str):
+        super().__init__(message)
+        self.key, self.message = key, message
+
+
+def evidence_field(index: int, key: str | None = None) -> str:
+    """The field naming span ``index`` (0-based) of a line's evidence: ``evidence[0].quote``."""
+    return f"evidence[{index}]" + (f".{key}" if key else "")
+
+
+def _evidence_span(raw: Any) -> tuple[dict[str, Any] | None, list[tuple[str | None, str]]]:
+    """One span of a line's ``evidence`` as the table holds it (every key of :data:`EVIDENCE_KEYS`,
+    None where absent), or None and its problems as (key or None for the span itself, message).
+
+    Only the form is checked here; where the span lies needs the document (:func:`locate_span`).
+    A null value is an absent key (a table's struct written back has every key).
+    """
+    if not isinstance(raw, dict):
+        return None, [
+            (None, f'expected an object ({{"quote": ...}} or {{"start": S, "end": E}}), found {_json_type(raw)}')
+        ]
+    problems: list[tuple[str | None, str]] = []
+    for key in raw:
+        if key not in EVIDENCE_KEYS:
+            problems.append((str(key), f"unknown field; a span has {_EVIDENCE_FORMS}"))
+    given = {key: raw[key] for key in EVIDENCE_KEYS if raw.get(key) is not None}
+    span: dict[str, Any] = dict.fromkeys(EVIDENCE_KEYS)
+    if "quote" in given:
+        quote = given["quote"]
+        if not isinstance(quote, str):
+            problems.append(("quote", f"expected a string, found {_json_type(quote)}"))
+        elif not quote.strip():
+            problems.append(("quote", "empty (or only blanks): an anchor must be text the document holds"))
+        span["quote"] = quote
+        for key in ("start", "end"):
+            if key in given:
+                problems.append((key, "a span is a quote or offsets, not both"))
+        if "occurrence" in given:
+            occurrence = _int_value(given["occurrence"])
+            if occurrence is None:
+                problems.append(("occurrence", f"expected an integer >= 1, found {_json_type(given['occurrence'])}"))
+            elif occurrence < 1:
+                problems.append(("occurrence", f"must be >= 1 (the first occurrence is 1), found {occurrence}"))
+            span["occurrence"] = occurrence
+    else:
+        if "occurrence" in given:
+            problems.append(("occurrence", "occurrence belongs to a quote; offsets need none"))
+        for key in ("start", "end"):
+            if key not in given:
+                problems.append((key, f"missing: a span has {_EVIDENCE_FORMS}"))
+                continue
+            value = _int_value(given[key])
+            if value is None:
+                problems.append((key, f"expected an integer character offset, found {_json_type(given[key])}"))
+            elif value < 0:
+                problems.append((key, f"must be >= 0, found {value}"))
+            span[key] = value
+        start, end = span["start"], span["end"]
+        if isinstance(start, int) and isinstance(end, int) and 0 <= start and 0 <= end and start >= end:
+            problems.append(("end", f"start ({start}) must be < end ({end})"))
+    return (None if problems else span), problems
+
+
+def _check_evidence(columns: dict[str, list[Any]], source: str, errors: list[InputError], reported: set) -> None:
+    """Check the form of every line's ``evidence`` in place: a good list becomes the table's list of
+    spans; a bad one is reported (each problem at its ``evidence[i].key``) and left empty."""
+    for index, (raw, line) in enumerate(zip(columns["evidence"], columns["line"])):
+        if raw is None:
+            continue
+        if not raw:
+            errors.append(
+                InputError(
+                    "an empty list: leave evidence out when there is none", file=source, line=line, field="evidence"
+                )
+            )
+        spans, bad = [], False
+        for number, item in enumerate(raw):
+            span, problems = _evidence_span(item)
+            for key, message in problems:
+                errors.append(InputError(message, file=source, line=line, field=evidence_field(number, key)))
+            bad = bad or bool(problems)
+            spans.append(span)
+        if bad or not raw:
+            reported.add((line, "evidence"))
+            columns["evidence"][index] = None
+        else:
+            columns["evidence"][index] = spans
+
+
+def quote_places(text: str, quote: str) -> list[int]:
+    """Every index at which ``quote`` starts in ``text``, overlapping places included."""
+    places, at = [], text.find(quote)
+    while at != -1 and quote:
+        places.append(at)
+        at = text.find(quote, at + 1)
+    return places
+
+
+def locate_span(text: str, span: Mapping[str, Any]) -> tuple[int, int]:
+    """The half-open character offsets ``(start, end)`` of one evidence span in a document's text
+    (as ingested, without its title); :class:`SpanError` naming the span's field when it cannot be
+    placed: a quote not found, found more than once without ``occurrence``, found fewer times than
+    its ``occurrence``, or offsets past the text's end. ``span`` has the table's keys
+    (:data:`EVIDENCE_KEYS`; absent ones None or missing) and a form already checked."""
+    quote = span.get("quote")
+    if quote is None:
+        start, end = int(span["start"]), int(span["end"])
+        if end > len(text):
+            raise SpanError("end", f"end {end} is past the end of the document's text ({len(text)} characters)")
+        return start, end
+    places = quote_places(text, quote)
+    shown = _preview(quote)
+    occurrence = span.get("occurrence")
+    if not places:
+        raise SpanError("quote", f"quote {shown} does not occur in the document's text")
+    if occurrence is None:
+        if len(places) > 1:
+            at = ", ".join(str(place) for place in places[:5]) + (", ..." if len(places) > 5 else "")
+            raise SpanError(
+                "quote",
+                f"quote {shown} occurs {len(places)} times (at characters {at}): "
+                "ambiguous; give occurrence (1 = the first) or a longer quote",
+            )
+        occurrence = 1
+    if occurrence > len(places):
+        times = "once" if len(places) == 1 else f"{len(places)} times"
+        raise SpanError("occurrence", f"occurrence {occurrence} of quote {shown}: it occurs only {times}")
+    start = places[occurrence - 1]
+    return start, start + len(quote)
+
+
+def _preview(quote: str, width: int = 60) -> str:
+    """A quote as a message shows it: JSON-quoted, cut after ``width`` characters."""
+    return json.dumps(quote if len(quote) <= width else quote[:width] + "…", ensure_ascii=False)
 
 
 # --------------------------------------------------------------------------- pandera schemas
@@ -384,6 +565,18 @@ def judgments_schema(scale: Mapping[int, str] | None = None):
         name="span_order",
         error="span_order",
     )
+
+    # Evidence marks what makes a document relevant: none on grade 0, whatever the set's threshold.
+    # A frame without the evidence column (built before evidence existed) passes both checks.
+    def evidence_check(rule: pl.Expr, name: str):
+        def check(data):
+            has_evidence = "evidence" in data.lazyframe.collect_schema().names()
+            return data.lazyframe.select(rule.fill_null(True) if has_evidence else pl.lit(True))
+
+        return pa.Check(check, name=name, error=name)
+
+    evidence_relevant = evidence_check(pl.col("evidence").is_null() | (pl.col("grade") >= 1), "evidence_relevant")
+    evidence_or_span = evidence_check(pl.col("evidence").is_null() | pl.col("span_start").is_null(), "evidence_or_span")
     dtype = JUDGMENTS.schema_with_line
     return pa.DataFrameSchema(
         {
@@ -394,9 +587,12 @@ def judgments_schema(scale: Mapping[int, str] | None = None):
             "span_start": pa.Column(dtype["span_start"], checks=[non_negative()], nullable=True),
             "span_end": pa.Column(dtype["span_end"], checks=[non_negative()], nullable=True),
             "notes": pa.Column(dtype["notes"], nullable=True),
+            # optional in a frame built elsewhere, so that a table of judgments without evidence,
+            # built before evidence existed, still validates
+            "evidence": pa.Column(dtype["evidence"], nullable=True, required=False),
             "line": pa.Column(dtype["line"], nullable=False),
         },
-        checks=[both_or_neither, ordered],
+        checks=[both_or_neither, ordered, evidence_relevant, evidence_or_span],
         unique=["query_id", "doc_id", "annotator"],
         strict=True,
         name="judgments",
@@ -541,6 +737,7 @@ def validate_judgment_records(
     """
     errors: list[InputError] = []
     columns, reported = _typed(records, source, JUDGMENTS.columns, JUDGMENT_REQUIRED, _JUDGMENT_CONVERTERS, {}, errors)
+    _check_evidence(columns, source, errors, reported)
     frame = pl.DataFrame(columns, schema=JUDGMENTS.schema_with_line)
     keys = ["query_id", "doc_id", "annotator"]
     complete = frame.filter(pl.all_horizontal(pl.col(k).is_not_null() for k in keys))
@@ -576,6 +773,16 @@ def validate_judgment_records(
             return missing, f"{given} is given without {missing}: give both or neither"
         if check == "span_order":
             return "span_end", f"span_start ({row['span_start']}) must be < span_end ({row['span_end']})"
+        if check == "evidence_relevant":
+            return "evidence", (
+                f"evidence on grade {row['grade']}: spans mark what makes a document relevant, "
+                "so only grades >= 1 carry them"
+            )
+        if check == "evidence_or_span":
+            return "evidence", (
+                "evidence and span_start/span_end on one line: give evidence only "
+                '(span_start/span_end is the older form of one {"start": S, "end": E} span)'
+            )
         return column or "", f"fails {check}"
 
     errors += _pandera_errors(judgments_schema(scale), frame, source, reported, describe)
@@ -625,11 +832,22 @@ def check_references(
     *,
     query_ids: Iterable[str] | None = None,
     doc_lengths: Mapping[str, int] | None = None,
+    doc_texts: Mapping[str, str] | None = None,
 ) -> list[InputError]:
     """Dangling ids: judgments naming queries or documents that do not exist, and spans past a
-    document's end. ``doc_lengths`` maps doc_id -> length of its text in characters."""
+    document's end. ``doc_lengths`` maps doc_id -> length of its text in characters.
+
+    ``doc_texts`` (doc_id -> the document's text as ingested, without its title; optional, and
+    only looked up for lines with ``evidence``) places every evidence span: an anchor that no
+    longer occurs (a corpus edit removed it), occurs more than once without an occurrence, or
+    offsets past the end are each one problem naming the field (``evidence[0].quote``) and the
+    judged pair. Without it, evidence offsets are still checked against ``doc_lengths``. With
+    ``doc_texts`` and no ``doc_lengths``, unknown documents are the ones ``doc_texts`` lacks.
+    """
     errors: list[InputError] = []
     known_queries = set(query_ids) if query_ids is not None else None
+    if doc_lengths is None and doc_texts is not None:
+        doc_lengths = _TextLengths(doc_texts)
     for row in judgments.iter_rows(named=True):
         if known_queries is not None and row["query_id"] is not None and row["query_id"] not in known_queries:
             errors.append(
@@ -661,7 +879,48 @@ def check_references(
                         field="span_end",
                     )
                 )
+            if length is not None and row.get("evidence"):
+                text = doc_texts.get(row["doc_id"]) if doc_texts is not None else None
+                errors += _evidence_problems(row, text, length, source)
     return errors
+
+
+class _TextLengths(Mapping):
+    """doc_id -> length, read from a doc_id -> text mapping only when asked."""
+
+    def __init__(self, texts: Mapping[str, str]):
+        self.texts = texts
+
+    def __getitem__(self, key: str) -> int:
+        return len(self.texts[key])
+
+    def __iter__(self):
+        return iter(self.texts)
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+
+def _evidence_problems(row: Mapping[str, Any], text: str | None, length: int, source: str) -> list[InputError]:
+    """Each span of one judgment line that does not lie in its document (``text``; None: only the
+    offsets are checked, against ``length``), as a problem naming the span's field and the pair."""
+    pair = f"query {row['query_id']!r}, doc {row['doc_id']!r}"
+    problems = []
+    for index, span in enumerate(row["evidence"]):
+        try:
+            if text is not None:
+                locate_span(text, span)
+            elif span.get("quote") is None and span["end"] > length:
+                raise SpanError(
+                    "end", f"end {span['end']} is past the end of the document's text ({length} characters)"
+                )
+        except SpanError as exc:
+            problems.append(
+                InputError(
+                    f"{pair}: {exc.message}", file=source, line=row["line"], field=evidence_field(index, exc.key)
+                )
+            )
+    return problems
 
 
 # --------------------------------------------------------------------------- helpers

@@ -364,11 +364,14 @@ def validate_version(
     *,
     query_ids: Iterable[str] | None = None,
     doc_lengths: Mapping[str, int] | None = None,
+    doc_texts: Mapping[str, str] | None = None,
 ) -> tuple[JudgmentSet | None, list[InputError]]:
     """Check a judgment-set directory; return (the set, or None when unusable, every problem).
 
     ``query_ids`` and ``doc_lengths`` (doc_id -> text length), when given, catch judgments naming
-    unknown queries or documents and spans past a document's end.
+    unknown queries or documents and spans past a document's end; ``doc_texts`` (doc_id -> text,
+    :func:`doc_texts`) places every evidence span, so that an anchor a corpus edit removed is a
+    problem naming the pair (:func:`releval.inputs.schemas.check_references`).
     """
     directory = Path(directory)
     if not directory.is_dir():
@@ -412,7 +415,9 @@ def validate_version(
                     field="judgments_sha256",
                 )
             )
-    errors += check_references(frame, str(judgments_path), query_ids=query_ids, doc_lengths=doc_lengths)
+    errors += check_references(
+        frame, str(judgments_path), query_ids=query_ids, doc_lengths=doc_lengths, doc_texts=doc_texts
+    )
     if manifest is None:
         return None, errors
     rubric = directory / manifest.rubric
@@ -433,9 +438,12 @@ def load_version(
     *,
     query_ids: Iterable[str] | None = None,
     doc_lengths: Mapping[str, int] | None = None,
+    doc_texts: Mapping[str, str] | None = None,
 ) -> JudgmentSet:
     """A validated judgment set; :class:`InputErrors` listing every problem otherwise."""
-    judgment_set, errors = validate_version(directory, query_ids=query_ids, doc_lengths=doc_lengths)
+    judgment_set, errors = validate_version(
+        directory, query_ids=query_ids, doc_lengths=doc_lengths, doc_texts=doc_texts
+    )
     raise_all(errors)
     assert judgment_set is not None
     return judgment_set
@@ -669,6 +677,7 @@ def add_judgments(
     date: str | None = None,
     query_ids: Iterable[str] | None = None,
     doc_lengths: Mapping[str, int] | None = None,
+    doc_texts: Mapping[str, str] | None = None,
     errors: list[InputError] | None = None,
     rubric: str | os.PathLike | None = None,
     scale: Mapping[int, str] | None = None,
@@ -740,7 +749,7 @@ def add_judgments(
     frame, problems = validate_judgment_records(
         records, source, new_manifest.scale, None, prior=prior, prior_source=str(base_dir / JUDGMENTS_NAME)
     )
-    problems += check_references(frame, source, query_ids=query_ids, doc_lengths=doc_lengths)
+    problems += check_references(frame, source, query_ids=query_ids, doc_lengths=doc_lengths, doc_texts=doc_texts)
     raise_all(sorted([*(errors or []), *problems], key=lambda e: (e.file or "", e.line or 0)))
     if frame.height == 0:
         raise InputError("nothing to add: no graded rows", file=source, field="grade")
@@ -856,6 +865,29 @@ def doc_lengths(docs: pl.DataFrame) -> dict[str, int]:
     return dict(zip(docs["doc_id"].to_list(), docs["text"].str.len_chars().to_list()))
 
 
+class DocTexts(Mapping):
+    """doc_id -> the document's text as ingested (without its title), read from ``docs`` only for
+    the documents asked for: evidence is checked on few of them, and a corpus's texts are large."""
+
+    def __init__(self, docs: pl.DataFrame):
+        self._texts = docs["text"]
+        self._rows = {doc_id: row for row, doc_id in enumerate(docs["doc_id"].to_list())}
+
+    def __getitem__(self, doc_id: str) -> str:
+        return self._texts[self._rows[doc_id]]
+
+    def __iter__(self):
+        return iter(self._rows)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+
+def doc_texts(docs: pl.DataFrame) -> DocTexts:
+    """The texts evidence spans lie in (:mod:`releval.inputs.schemas`), by doc_id."""
+    return DocTexts(docs)
+
+
 @dataclass(frozen=True)
 class ActiveJudgments:
     """The qrels of the configured judgment source, restricted to what the corpus and query set hold."""
@@ -934,6 +966,7 @@ def active_judgments(
             judgments["path"],
             query_ids=query_ids.to_list() if full else None,
             doc_lengths=doc_lengths(docs) if full else None,
+            doc_texts=doc_texts(docs) if full else None,
         )
         if judgment_set.version != str(judgments["version"]):
             raise InputError(
