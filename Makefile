@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml requirements/constraints.txt
 	$(BIN)/python -m pip install -q --disable-pip-version-check --upgrade pip
 	# torch first: the pinned CPU build on disk; an unpinned torch would pull a CUDA build.
 	$(BIN)/python -m pip install -q --disable-pip-version-check torch==2.13.0
-	$(BIN)/python -m pip install -q --disable-pip-version-check -c requirements/constraints.txt -e '.[test,ray]'
+	$(BIN)/python -m pip install -q --disable-pip-version-check -c requirements/constraints.txt -e '.[test,ray,remote]'
 	@test -d .git || (echo "releval needs a git checkout (DVC tracks results against commits)"; exit 1)
 	touch $@
 
