@@ -366,7 +366,7 @@ def evidence_field(index: int, key: str | None = None) -> str:
     return f"evidence[{index}]" + (f".{key}" if key else "")
 
 
-def _evidence_span(raw: Any) -> tuple[dict[str, Any] | None, list[tuple[str | None, str]]]:
+def parse_span(raw: Any) -> tuple[dict[str, Any] | None, list[tuple[str | None, str]]]:
     """One span of a line's ``evidence`` as the table holds it (every key of :data:`EVIDENCE_KEYS`,
     None where absent), or None and its problems as (key or None for the span itself, message).
 
@@ -433,7 +433,7 @@ def _check_evidence(columns: dict[str, list[Any]], source: str, errors: list[Inp
             )
         spans, bad = [], False
         for number, item in enumerate(raw):
-            span, problems = _evidence_span(item)
+            span, problems = parse_span(item)
             for key, message in problems:
                 errors.append(InputError(message, file=source, line=line, field=evidence_field(number, key)))
             bad = bad or bool(problems)
