@@ -84,6 +84,17 @@ def test_quotes_and_offsets_read_as_the_evidence_column(tmp_path):
     assert [schemas.locate_span(TEXT, span) for span in frame["evidence"][0]] == [(4, 43), (71, 98)]
 
 
+def test_evidence_written_back_reads_the_same(tmp_path):
+    """evidence_json gives the spans as a line holds them (used keys only): what a writer of
+    judgments.jsonl (judgment_line) puts in a new line, read back to the same table."""
+    spans = [{"quote": "dict", "occurrence": 2}, {"start": 0, "end": 3}]
+    path = write_lines(tmp_path / "j.jsonl", judged(evidence=spans))
+    frame, errors = schemas.validate_judgments(path, SCALE)
+    assert errors == [] and schemas.evidence_json(frame["evidence"][0]) == spans
+    again = write_lines(tmp_path / "again.jsonl", judged(evidence=schemas.evidence_json(frame["evidence"][0])))
+    assert schemas.validate_judgments(again, SCALE)[0].equals(frame)
+
+
 def test_the_old_span_pair_still_reads_as_before(tmp_path):
     """span_start/span_end (one offset span) keeps its rules, on any grade: old files stay valid."""
     path = write_lines(tmp_path / "j.jsonl", judged(grade=0, span_start=0, span_end=5))

@@ -445,6 +445,12 @@ def _check_evidence(columns: dict[str, list[Any]], source: str, errors: list[Inp
             columns["evidence"][index] = spans
 
 
+def evidence_json(spans: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """A line's ``evidence`` as judgments.jsonl writes it: each span with its used keys only, in the
+    order of :data:`EVIDENCE_KEYS` (the table's structs carry all four, the unused ones null)."""
+    return [{key: span[key] for key in EVIDENCE_KEYS if span.get(key) is not None} for span in spans]
+
+
 def quote_places(text: str, quote: str) -> list[int]:
     """Every index at which ``quote`` starts in ``text``, overlapping places included."""
     places, at = [], text.find(quote)
