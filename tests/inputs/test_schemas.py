@@ -226,6 +226,7 @@ def test_pandera_schemas_are_usable_directly():
             "annotator": ["a"],
             "span_start": [None],
             "span_end": [None],
+            "evidence": [None],
             "notes": [None],
             "line": [1],
         },

@@ -63,7 +63,14 @@ from releval.judging.completeness import Completeness, default_for_format
 from releval.judging.completeness import parse as parse_completeness
 from releval.judging.judges import MODEL_PREFIX
 from releval.inputs.corpus import judgments_file, read_judgments
-from releval.inputs.schemas import Record, check_references, raise_all, validate_judgment_records, validate_judgments
+from releval.inputs.schemas import (
+    Record,
+    check_references,
+    evidence_json,
+    raise_all,
+    validate_judgment_records,
+    validate_judgments,
+)
 from releval.measurement.metrics import GAINS, grade_gains
 from releval.tables import JUDGMENTS, QRELS
 
@@ -626,6 +633,8 @@ def judgment_line(row: Mapping[str, Any]) -> str:
     if row.get("span_start") is not None:
         obj["span_start"] = int(row["span_start"])
         obj["span_end"] = int(row["span_end"])
+    if row.get("evidence"):
+        obj["evidence"] = evidence_json(row["evidence"])
     if row.get("notes"):
         obj["notes"] = row["notes"]
     return json.dumps(obj, ensure_ascii=False)
