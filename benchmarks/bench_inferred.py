@@ -78,6 +78,74 @@ RATIO_METRICS = ("infndcg@10", "infap")
 COMPARED = ("infndcg@10", "infap")
 PAIRED = ("queries", "two-level", "judgments")
 CONFIDENCE = 0.95
+# Appended to the report: how to read it, and what was tried while building the estimators (the
+# figures marked "pilot" come from 25-40 seeds of the same data, not from this run).
+NOTES = """## Reading
+
+- The unbiased estimates are unbiased: infDCG@10 (truth 4.9-6.8) and the share of relevant
+  documents among a configuration's unjudged top 10 are off by no more than the Monte Carlo error
+  of 200 draws (infDCG@10 at 10%: mean bias -0.055 where one draw's RMSE is 0.65; the share:
+  0.003 at most). In the `sample` design their intervals cover 85-97% of the time; in `pool3`
+  the frame holds 1.5% relevant pairs (0.33 per query), a sample finds a handful of them over the
+  85 queries, and the bootstrap of so few rare events covers 47-93%.
+- The ratio estimates (infNDCG@10, infAP) are biased. At 10% (3.6 pairs per query) the top
+  stratum (best rank 1: 4.4 pairs per query, 37% relevant, most of the relevant pairs) is sampled
+  about once per query, and a query whose sample holds no relevant pair scores 0: -0.11 / -0.13.
+  From 20% on the allocation judges the top stratum completely and a positive bias remains
+  (+0.02 / +0.04 at 30%, +0.009 / +0.018 at 50%, +0.002 to +0.007 / +0.009 to +0.027 in `pool3`):
+  a rare relevant pair of a deep stratum, weighted 1/pi = 3 to 11, is missed by most samples (the
+  ideal DCG and the relevant count come out too small, the metric too large) and, when drawn,
+  counts 3 to 11 times in a ratio that is concave in it. The bias does not shrink with the number
+  of queries while a mean's sampling noise does, so interval (a) of a mean over 85 queries
+  under-covers (basic: 10-75% of the draws; in `sample` at 10% it covers best, being widest).
+- Differences between configurations share most of that bias: from 20% on, the mean |bias| of a
+  difference is 0.0003-0.008 (nDCG) and 0.0015-0.017 (AP), and interval (b) (queries resampled, as
+  releval's verdicts) holds the true difference on the same queries in 98-100% of the draws; its
+  width is 0.9-1.0 times that of a normal interval with the queries' spread under full judgments
+  plus the estimate's spread over the draws, i.e. about right for a verdict about queries in
+  general (over-covering a fixed-query truth is expected). At 10% of the `sample` frame: 90%
+  (nDCG), 51% (AP). The judgments-only interval under-covers like (a).
+
+## What was tried
+
+- Judgment bootstrap. Rao & Wu's rescaling with n_h - 1 draws (the first choice) gives the exact
+  stratified variance for linear estimates (tested), but its factors never reach 0 and it showed
+  about half the spread of infNDCG@10 that repeated samples have, a quarter or less of infAP's
+  (pilot; `rescaled` rows). McCarthy & Snowden's with-replacement draws (m_h = (n_h - 1) /
+  (1 - f_h)) have the same linear variance and let a replicate drop a pair, as another sample
+  could: 52-91% of the spread, mostly 65-80% (pilot), and higher coverage than `rescaled` in every
+  row of the ratio estimates; the default. Plain within-stratum resampling (`naive`, no finite-
+  population or small-stratum correction) covered infDCG@10 in 46% / 89% of the draws at 10% /
+  20% (pilot).
+- Interval (a). Percentile first; then basic (reflected about the estimate), which corrects for
+  the bias the replicates show (the with-replacement replicates show 40-75% of it, pilot): basic
+  covers 0.10-0.75 where percentile covers 0.00-0.80; the default.
+- Allocation (pilot, infNDCG@10 bias at 10 / 20 / 30%): proportional 1:1:1, |bias| 0.14 / 0.13 /
+  0.11; 4:1:1 -0.12 / -0.04 / +0.013; 8:2:1 (default) -0.11 / +0.002 / +0.020; the issue's strata
+  [1-3], [4-10], proportional: |bias| 0.45 / 0.37 / 0.25. At least 2 pairs per stratum (no
+  collapsed strata; 4:1:1, `rescaled`) spent 16% of the frame at the 10% rate and still covered
+  35% (nDCG) / 12% (AP).
+- infAP. trec_eval's prior for a stratum with no sampled document above a rank (eps / 2 eps =
+  1/2) overstated AP (a deep stratum is 2% relevant); the stratum's own sample rate is the
+  default (`empty_stratum`).
+- Ideal DCG. `ideal="ranks"` (each judged document at the mean discount of its grade's ranks,
+  the other documents' counts estimated given it was drawn; unbiased for a lone relevant pair of a
+  stratum) halves the positive bias (pilot: +0.009 instead of +0.020 at 30%, +0.003 instead of
+  +0.008 at 50%, +0.005 instead of +0.008 in `pool3` at 10%) but doubles the negative one at 10%
+  (-0.22 instead of -0.10): kept as an option.
+- Simulated intervals: a pseudo-population (unsampled pairs' grades drawn from the per-stratum
+  rates of the pooled sample), the design (4:1:1) redrawn 40 times, the estimator's error simulated. The
+  spread came out right (0.034 against 0.037), the bias did not (the queries' own structure is
+  lost): 62% / 37% coverage over 4 seeds at 20%; not kept.
+
+## For use
+
+Judge the top stratum completely: an existing shallow pool, or a rate at which the default
+allocation reaches it (here 20%, 7 pairs per query). Prefer paired differences to absolute
+values; read interval (a) as the sampling noise around an estimate whose bias can be as large
+(the rows above give its size for a pool like pydocs'). The unjudged share and infDCG are safe
+to read with their intervals.
+"""
 
 
 # --------------------------------------------------------------------------- data
@@ -371,7 +439,7 @@ def markdown(document: dict[str, Any]) -> str:
                 )
         gaps = ", ".join(f"{m} {gap:.4f}" for m, gap in design["frame_truth_gap"].items())
         lines += ["", f"Largest |full v3 - frame-only v3| of a configuration's mean: {gaps}.", ""]
-    lines += [document.get("notes", ""), ""]
+    lines += [NOTES, document.get("notes", ""), ""]
     return "\n".join(lines)
 
 

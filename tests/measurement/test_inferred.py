@@ -178,6 +178,32 @@ def test_full_sample_gives_releval_ndcg_and_map():
     assert (result.unjudged > 0).all() and (result.relevant_share > 0).all()
 
 
+def test_ideal_by_ranks_is_exact_for_a_full_sample_and_unbiased_for_a_lone_relevant_document():
+    qrels, runs = grid(seed=6)
+    full = inferred.draw_sample(inferred.sampling_frame(runs, 10), 1.0, seed=0)
+    counts = inferred.infer(full, qrels, runs, ["infndcg@10"], n_resamples=5)
+    ranks = inferred.infer(full, qrels, runs, ["infndcg@10"], n_resamples=5, ideal="ranks")
+    np.testing.assert_allclose(ranks.per_query["infndcg@10"], counts.per_query["infndcg@10"], rtol=1e-12)
+    # c (grade 2) is judged; the frame x, y, z, r holds one relevant document (r, grade 1); one is sampled.
+    runs = {"a": run_frame({"q": {"c": 5.0, "r": 4.0, "x": 3.0, "y": 2.0, "z": 1.0}})}
+    grades = qrels_frame({"q": {"c": 2, "r": 1, "x": 0, "y": 0, "z": 0}})
+    frame = inferred.sampling_frame(runs, 5, judged=qrels_frame({"q": {"c": 2}}))
+    design = inferred.draw_sample(frame, 1, seed=0, strata=())
+    query = design.queries[0]
+    assert query.population == (4,) and query.size == (1,)
+    ideal = {}
+    for rule in ("ranks", "counts"):
+        values = []
+        for doc in query.doc_ids:
+            one = dataclasses.replace(design, queries=(dataclasses.replace(query, sampled=(doc,)),))
+            result = inferred.infer(one, grades, runs, ["infdcg@5", "infndcg@5"], n_resamples=2, ideal=rule)
+            values.append(result.mean["infdcg@5"][0] / result.mean["infndcg@5"][0])
+        ideal[rule] = np.mean(values)
+    truth = 3 + 1 / np.log2(3)  # c first, r second
+    assert ideal["ranks"] == pytest.approx(truth, rel=1e-12)
+    assert ideal["counts"] < truth  # four copies of r fill ranks 2-5: the concave fill falls short
+
+
 def test_full_sample_with_linear_gain_and_trec_eval_ties():
     qrels, runs = grid(seed=5)
     runs = {name: run.with_columns(pl.col("score").round(1)) for name, run in runs.items()}  # ties
