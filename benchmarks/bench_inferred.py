@@ -1,7 +1,8 @@
 """Sampled judging on the shipped pydocs data: inferred metrics against the fully judged values.
 
 Data. The 24 runs of the current default grid (reports/lineage.json names each configuration's
-run; the committed archive, data/archive, holds it at document level), the 85 dev queries of
+run; the committed archive, data/archive, holds it at document level, read with
+``Archive.read_documents``, which checks each file's sha256), the 85 dev queries of
 data/pydocs/v3/queries.jsonl and the judgments data/judgments/v3, pooled at depth 10 from all 24
 configurations: every pair in their top 10 is judged. Truth: releval's ndcg@10, map and dcg@10
 (metrics.py, the contract of params.yaml) under the full v3 judgments on those queries.
@@ -57,7 +58,7 @@ import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
 
 from releval import io  # noqa: E402
-from releval.api import project_terms, read_judgments, read_run  # noqa: E402
+from releval.api import project_terms, read_judgments  # noqa: E402
 from releval.measurement import inferred  # noqa: E402
 from releval.measurement.metrics import evaluate  # noqa: E402
 from releval.measurement.operations import describe_machine  # noqa: E402
@@ -168,7 +169,7 @@ def load() -> dict[str, Any]:
         versions = history.filter(pl.col("run_sha256") == run_sha)["judgments_version"].unique().to_list()
         if versions and "v3" not in versions:
             raise SystemExit(f"{config_id}: run {run_sha[:12]} was scored under {versions}, not v3")
-        run = read_run(archive.docs_file(entry["docs_sha256"][0]))
+        run = archive.read_documents(entry["docs_sha256"][0])  # checked against its sha256
         runs[config_id] = run.filter(pl.col("query_id").is_in(dev))
     if BASELINE not in runs:
         raise SystemExit(f"the baseline {BASELINE} is not in the grid")
