@@ -306,6 +306,9 @@ def test_intervals_are_deterministic_and_cover_with_the_sample():
         assert (first.low[m] <= first.high[m]).all() and (first.low[m] < first.high[m]).any()
     comparison = first.comparisons[0]
     assert comparison.baseline == "c0" and comparison.paired == "queries" and comparison.family_size == 3
+    assert comparison.verdict in ("improvement", "regression", "inconclusive")
+    assert json.loads(json.dumps(first.to_dict(), allow_nan=False))["comparisons"][0]["candidate"] == "c1"
+    assert first.summary().height == 4
     low, high = comparison.judgment_interval
     assert high - low < comparison.two_level_interval[1] - comparison.two_level_interval[0]
 

@@ -230,7 +230,7 @@ def sampling_frame(
     k: int,
     judged: pl.DataFrame | None = None,
     *,
-    ties: str = "docid-asc",
+    ties: str | None = None,
     query_ids: Sequence[str] | None = None,
 ) -> Frame:
     """The frame of a grid: per query, the distinct documents in the union of the configurations'
@@ -238,9 +238,12 @@ def sampling_frame(
     rank (the highest position any configuration gives it).
 
     The queries are ``query_ids`` when given (a query no run retrieved has an empty frame), else
-    every query some run retrieved.
+    every query some run retrieved. ``ties``: the contract's tie rule (default: that of ranked
+    ``runs``, else ``docid-asc``).
     """
     k = _whole(k, "k")
+    if ties is None:
+        ties = runs.ties if isinstance(runs, RankedRuns) else "docid-asc"
     ranked = _ranked(runs, ties)
     queries = sorted({str(q) for q in query_ids}) if query_ids is not None else list(ranked.query_ids)
     judged_by_query = _judged_docs(judged)
@@ -692,7 +695,9 @@ class InferredEvaluation:
     non-relevant); ``relevant_share``: the HT estimate of the share of relevant documents among
     its unjudged top k, with ``share_low``/``share_high`` (same bootstrap). ``relevant``: per
     query, the HT estimate of its relevant documents (grade >= rel_threshold) in the frame plus
-    the certain ones (unbiased; infAP's denominator).
+    the certain ones (unbiased; infAP's denominator). ``bootstrap_bias``: per metric and
+    configuration, the mean of the replicates of interval (a) less the estimate (what the basic
+    interval corrects for).
     """
 
     metrics: tuple[str, ...]
@@ -736,8 +741,10 @@ class InferredEvaluation:
         return pl.DataFrame(columns)
 
     def to_dict(self) -> dict[str, Any]:
-        def floats(values: np.ndarray) -> list[float]:
-            return [float(v) for v in values]
+        """A JSON-safe dict (a share without unjudged documents, NaN, becomes None)."""
+
+        def floats(values: np.ndarray) -> list[float | None]:
+            return [_number(v) for v in values]
 
         return {
             "contract": self.contract.to_dict(),
@@ -761,8 +768,8 @@ class InferredEvaluation:
                     },
                     "unjudged": int(self.unjudged[i]),
                     "unpooled": int(self.unpooled[i]),
-                    "relevant_share": float(self.relevant_share[i]),
-                    "share_interval": [float(self.share_low[i]), float(self.share_high[i])],
+                    "relevant_share": _number(self.relevant_share[i]),
+                    "share_interval": [_number(self.share_low[i]), _number(self.share_high[i])],
                 }
                 for i, name in enumerate(self.configurations)
             },
@@ -772,6 +779,10 @@ class InferredEvaluation:
             },
             "comparisons": [comparison.to_dict() for comparison in self.comparisons],
         }
+
+
+def _number(value: float) -> float | None:
+    return float(value) if math.isfinite(value) else None
 
 
 def infer(
