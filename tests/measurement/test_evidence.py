@@ -256,7 +256,24 @@ def test_offsets_survive_a_change_of_chunking(scenario, data, tau):
         unique = bool(quote.strip()) and len(ref_places(texts[doc], quote)) == 1
         evidence.setdefault((doc, grade), []).append({"quote": quote} if unique else {"start": start, "end": end})
     frame = judgments_frame([("q1", doc, grade, "a", None, None, items) for (doc, grade), items in evidence.items()])
-    assert ev.evidence_spans(frame, texts).equals(table.sort("query_id", "doc_id", "start", "end"))
+    # one pair's overlapping or touching ranges are one span of evidence (several judges mark one passage)
+    expected = sorted(
+        ("q1", doc, grade, start, end)
+        for (doc, grade) in {(d, g) for d, _, g in spans}
+        for start, end in ev.merged([span for d, span, g in spans if (d, g) == (doc, grade)])
+    )
+    assert ev.evidence_spans(frame, texts).rows() == expected
+
+
+def test_an_adjudicator_s_spans_settle_a_pair_and_judges_spans_merge():
+    texts = {"d1": "one two three four five six"}
+    rows = [
+        ("q1", "d1", 2, "judge-a", None, None, [{"start": 0, "end": 7}]),
+        ("q1", "d1", 2, "judge-b", None, None, [{"start": 4, "end": 13}, {"start": 19, "end": 23}]),
+    ]
+    assert ev.evidence_spans(judgments_frame(rows), texts).select("start", "end").rows() == [(0, 13), (19, 23)]
+    rows.append(("q1", "d1", 2, "span-adjudicator", None, None, [{"quote": "five"}]))
+    assert ev.evidence_spans(judgments_frame(rows), texts).select("start", "end").rows() == [(19, 23)]
 
 
 def test_the_real_chunker_indexes_the_body_and_a_prepended_title_shifts_nothing():

@@ -137,9 +137,14 @@ def evidence_spans(
 
     A span enters when its line's grade and its pair's grade (``qrels``, by default the lower
     median of the annotators' grades: :func:`releval.judging.judgments.aggregate`) are both >=
-    ``rel_threshold``; identical ranges of one pair enter once. ``doc_texts``: doc_id -> text
-    (:func:`releval.judging.judgments.doc_texts`); spans of documents it lacks are left out, as
-    the qrels of a corpus subset leave their documents out. Rows sorted by query, doc, start, end.
+    ``rel_threshold``. Several annotators' spans of one pair are one pair's evidence, as several
+    grades are one grade: an adjudicator's spans (an annotator whose name contains
+    :data:`ADJUDICATOR`), when there are any, replace the judges' they settled; otherwise every
+    annotator's spans are pooled and overlapping or touching ranges merged into one, so that two
+    judges marking the same passage a few characters apart give one span, not two. ``doc_texts``:
+    doc_id -> text (:func:`releval.judging.judgments.doc_texts`); spans of documents it lacks are
+    left out, as the qrels of a corpus subset leave their documents out. Rows sorted by query,
+    doc, start, end.
     """
     _check_threshold(rel_threshold)
     if "evidence" not in judgments.columns:
@@ -151,7 +156,7 @@ def evidence_spans(
         return pl.DataFrame(schema=SPANS_SCHEMA)
     pair_grades = aggregate(judgments) if qrels is None else qrels
     grades = {(q, d): g for q, d, g in pair_grades.select("query_id", "doc_id", "grade").iter_rows()}
-    rows: set[tuple[str, str, int, int, int]] = set()
+    by_pair: dict[tuple[str, str], dict[bool, list[tuple[int, int]]]] = {}
     for row in carrying.iter_rows(named=True):
         pair = (row["query_id"], row["doc_id"])
         grade = grades.get(pair)
@@ -166,8 +171,27 @@ def evidence_spans(
                 line=row.get("line"),
                 field=exc.field if row.get("evidence") else "span_end",
             ) from None
-        rows.update((*pair, int(grade), start, end) for start, end in resolved)
+        settled = ADJUDICATOR in str(row.get("annotator") or "")
+        by_pair.setdefault(pair, {}).setdefault(settled, []).extend(resolved)
+    rows = []
+    for pair, found in by_pair.items():
+        for start, end in merged(found.get(True) or found[False]):
+            rows.append((*pair, int(grades[pair]), start, end))
     return pl.DataFrame(sorted(rows), schema=SPANS_SCHEMA, orient="row")
+
+
+ADJUDICATOR = "adjudicator"  # in an annotator's name: its spans settle the pair's
+
+
+def merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``spans`` with overlapping or touching ranges joined, sorted."""
+    out: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if out and start <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], end))
+        else:
+            out.append((start, end))
+    return out
 
 
 # --------------------------------------------------------------------------- chunks
