@@ -37,6 +37,39 @@ repro: params
 	$(BIN)/dvc repro
 	$(BIN)/releval pool --missing --summary-if-below
 
+# The pull-request gate that .github/workflows/eval.yml runs (docs/how-to/gate-in-ci.md), after `dvc pull`
+# or `dvc repro`: releval gate of BASELINE_CONFIG as committed at revision BASE (reports/ is in git) against
+# CANDIDATE in this checkout. Its last line names the gate's exit (0 pass, 1 a regression or a broken
+# must-never-break query, 2 not comparable); make itself exits 0 on a pass and 2 otherwise. Both configurations
+# default to params.yaml's grid.baseline; GATE_ARGS adds gate options (--margin 0.02); SUMMARY=FILE (in CI the
+# job summary, $GITHUB_STEP_SUMMARY) gets the verdict, the gate's report and report.md appended.
+#   make ci-gate BASE=HEAD~1 CANDIDATE='rrf(minilm,bm25)/c256'
+BASE ?= origin/main
+BASELINE_CONFIG ?=
+CANDIDATE ?=
+GATE_ARGS ?=
+SUMMARY ?= $(GITHUB_STEP_SUMMARY)
+.PHONY: ci-gate
+ci-gate: setup
+	@baseline='$(BASELINE_CONFIG)'; candidate='$(CANDIDATE)'; \
+	found=$$($(BIN)/python -c 'from releval import config as c; print(c.section(c.load_params(), "grid.baseline")); print(c.reports_folder())') || exit 2; \
+	baseline=$${baseline:-$$(sed -n 1p <<<"$$found")}; candidate=$${candidate:-$$baseline}; reports=$$(sed -n 2p <<<"$$found"); \
+	echo "releval gate --baseline '$(BASE):$$baseline' --candidate '$$candidate' $(GATE_ARGS)"; \
+	out=$$(mktemp); \
+	$(BIN)/releval gate --baseline "$(BASE):$$baseline" --candidate "$$candidate" $(GATE_ARGS) 2>&1 | tee "$$out"; \
+	code=$${PIPESTATUS[0]}; \
+	case $$code in 0) meaning=pass;; 1) meaning="fail: worse, or a must-never-break query broken";; *) meaning="not comparable";; esac; \
+	verdict=$$(grep -m1 '^gate: ' "$$out" || echo "gate: exit $$code"); \
+	if [ -n '$(SUMMARY)' ]; then \
+		{ echo "## releval $$verdict (exit $$code: $$meaning)"; echo; \
+		  echo "Baseline \`$(BASE):$$baseline\`, candidate \`$$candidate\`."; echo; \
+		  echo '```text'; cat "$$out"; echo '```'; echo; \
+		  if [ -f "$$reports/report.md" ]; then cat "$$reports/report.md"; else echo "($$reports/report.md is missing)"; fi; \
+		} >> '$(SUMMARY)'; \
+		echo "gate verdict and $$reports/report.md appended to $(SUMMARY)"; \
+	fi; \
+	rm -f "$$out"; echo "ci-gate: releval gate exited $$code ($$meaning)"; exit $$code
+
 # make test stays under 15 minutes on 2 cores; the few tests that repeat large parts of the
 # pipeline (a fresh clone's repro, regrowing the grid, the holdout opening) run in make test-heavy.
 # CI runs both.
