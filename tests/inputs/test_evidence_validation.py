@@ -208,7 +208,6 @@ def test_malformed_spans_each_name_their_field(tmp_path):
             (2, "evidence[2].qoute"),
             (2, "evidence[2].start"),
             (2, "evidence[2].end"),
-            (3, "evidence"),
             (4, "evidence"),
             (5, "evidence"),
             (6, "evidence[0].occurrence"),
@@ -226,7 +225,7 @@ def test_malformed_spans_each_name_their_field(tmp_path):
     assert messages[(2, "evidence[0].end")] == "a span is a quote or offsets, not both"
     assert messages[(2, "evidence[0].occurrence")] == "must be >= 1 (the first occurrence is 1), found 0"
     assert messages[(2, "evidence[2].qoute")].startswith("unknown field")
-    assert messages[(3, "evidence")] == "an empty list: leave evidence out when there is none"
+    assert (3, "evidence") not in messages  # an empty list: the judge looked and no passage carries it
     assert (
         messages[(4, "evidence")].startswith("expected a list of spans")
         and "found an object" in messages[(4, "evidence")]

@@ -129,7 +129,7 @@ def judgments_frame(rows) -> pl.DataFrame:
 
     return pl.DataFrame(
         [
-            (*row[:6], None, [full(span) for span in row[6]] if row[6] else None, line)
+            (*row[:6], None, [full(span) for span in row[6]] if row[6] is not None else None, line)
             for line, row in enumerate(rows, 1)
         ],
         schema=JUDGMENTS.schema_with_line,
@@ -274,6 +274,10 @@ def test_an_adjudicator_s_spans_settle_a_pair_and_judges_spans_merge():
     assert ev.evidence_spans(judgments_frame(rows), texts).select("start", "end").rows() == [(0, 13), (19, 23)]
     rows.append(("q1", "d1", 2, "span-adjudicator", None, None, [{"quote": "five"}]))
     assert ev.evidence_spans(judgments_frame(rows), texts).select("start", "end").rows() == [(19, 23)]
+    rows[-1] = ("q1", "d1", 2, "span-adjudicator", None, None, [])  # settled: no passage carries it
+    assert ev.evidence_spans(judgments_frame(rows), texts).height == 0
+    rows[-1] = ("q1", "d1", 2, "adjudicator", None, None, None)  # a grade adjudication settles no span
+    assert ev.evidence_spans(judgments_frame(rows), texts).select("start", "end").rows() == [(0, 13), (19, 23)]
 
 
 def test_the_real_chunker_indexes_the_body_and_a_prepended_title_shifts_nothing():

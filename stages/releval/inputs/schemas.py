@@ -18,8 +18,9 @@ the 1-based line and the field):
     ``grade``      an integer on the set's declared scale (``manifest.yaml`` ``scale``); a string
                    such as ``"2"``, a float such as ``2.0`` or a boolean is refused
     ``annotator``  non-empty string, one of the manifest's ``annotators``
-    ``evidence``   optional, on a grade >= 1 only: a non-empty list of evidence spans, the
-                   passages of the document that make it relevant (see *Evidence spans* below)
+    ``evidence``   optional, on a grade >= 1 only: a list of evidence spans, the passages of the
+                   document that make it relevant (see *Evidence spans* below); an empty list says
+                   the judge looked and no passage carries it
     ``span_start``, ``span_end``  optional, together or not at all: integers with
                    0 <= span_start < span_end, character offsets into the document text
                    (with a corpus at hand, span_end <= the text's length). The older form of
@@ -423,14 +424,8 @@ def _check_evidence(columns: dict[str, list[Any]], source: str, errors: list[Inp
     """Check the form of every line's ``evidence`` in place: a good list becomes the table's list of
     spans; a bad one is reported (each problem at its ``evidence[i].key``) and left empty."""
     for index, (raw, line) in enumerate(zip(columns["evidence"], columns["line"])):
-        if raw is None:
-            continue
-        if not raw:
-            errors.append(
-                InputError(
-                    "an empty list: leave evidence out when there is none", file=source, line=line, field="evidence"
-                )
-            )
+        if raw is None or (isinstance(raw, list) and not raw):
+            continue  # an empty list says "judged: no passage carries it" (an adjudicator's settles the pair)
         spans, bad = [], False
         for number, item in enumerate(raw):
             span, problems = parse_span(item)
@@ -438,7 +433,7 @@ def _check_evidence(columns: dict[str, list[Any]], source: str, errors: list[Inp
                 errors.append(InputError(message, file=source, line=line, field=evidence_field(number, key)))
             bad = bad or bool(problems)
             spans.append(span)
-        if bad or not raw:
+        if bad:
             reported.add((line, "evidence"))
             columns["evidence"][index] = None
         else:

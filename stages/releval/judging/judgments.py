@@ -633,7 +633,7 @@ def judgment_line(row: Mapping[str, Any]) -> str:
     if row.get("span_start") is not None:
         obj["span_start"] = int(row["span_start"])
         obj["span_end"] = int(row["span_end"])
-    if row.get("evidence"):
+    if row.get("evidence") is not None:  # [] too: the judge looked and no passage carries it
         obj["evidence"] = evidence_json(row["evidence"])
     if row.get("notes"):
         obj["notes"] = row["notes"]

@@ -138,8 +138,9 @@ def evidence_spans(
     A span enters when its line's grade and its pair's grade (``qrels``, by default the lower
     median of the annotators' grades: :func:`releval.judging.judgments.aggregate`) are both >=
     ``rel_threshold``. Several annotators' spans of one pair are one pair's evidence, as several
-    grades are one grade: an adjudicator's spans (an annotator whose name contains
-    :data:`ADJUDICATOR`), when there are any, replace the judges' they settled; otherwise every
+    grades are one grade: an adjudicator's evidence (a line of an annotator whose name contains
+    :data:`ADJUDICATOR` that carries ``evidence``, an empty list included: "no passage"), when
+    there is one, replaces the judges' it settled; otherwise every
     annotator's spans are pooled and overlapping or touching ranges merged into one, so that two
     judges marking the same passage a few characters apart give one span, not two. ``doc_texts``:
     doc_id -> text (:func:`releval.judging.judgments.doc_texts`); spans of documents it lacks are
@@ -152,11 +153,16 @@ def evidence_spans(
     carrying = judgments.filter(
         (pl.col("grade") >= rel_threshold) & (pl.col("evidence").is_not_null() | pl.col("span_start").is_not_null())
     )
+    # pairs an adjudicator's evidence settled, spans or none
+    settling = carrying.filter(
+        pl.col("annotator").str.contains(ADJUDICATOR, literal=True) & pl.col("evidence").is_not_null()
+    )
+    settled_pairs = set(settling.select("query_id", "doc_id").iter_rows())
     if carrying.height == 0:
         return pl.DataFrame(schema=SPANS_SCHEMA)
     pair_grades = aggregate(judgments) if qrels is None else qrels
     grades = {(q, d): g for q, d, g in pair_grades.select("query_id", "doc_id", "grade").iter_rows()}
-    by_pair: dict[tuple[str, str], dict[bool, list[tuple[int, int]]]] = {}
+    by_pair: dict[tuple[str, str], list[tuple[int, int]]] = {}
     for row in carrying.iter_rows(named=True):
         pair = (row["query_id"], row["doc_id"])
         grade = grades.get(pair)
@@ -171,11 +177,13 @@ def evidence_spans(
                 line=row.get("line"),
                 field=exc.field if row.get("evidence") else "span_end",
             ) from None
-        settled = ADJUDICATOR in str(row.get("annotator") or "")
-        by_pair.setdefault(pair, {}).setdefault(settled, []).extend(resolved)
+        settles = ADJUDICATOR in str(row.get("annotator") or "") and row.get("evidence") is not None
+        if pair in settled_pairs and not settles:
+            continue
+        by_pair.setdefault(pair, []).extend(resolved)
     rows = []
     for pair, found in by_pair.items():
-        for start, end in merged(found.get(True) or found[False]):
+        for start, end in merged(found):
             rows.append((*pair, int(grades[pair]), start, end))
     return pl.DataFrame(sorted(rows), schema=SPANS_SCHEMA, orient="row")
 
