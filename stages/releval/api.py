@@ -43,17 +43,19 @@ from typing import Sequence
 
 import polars as pl
 
+from releval.config import load_params, section
 from releval.errors import InputError
 from releval.inputs import trec
-from releval.measurement import compare as _compare
-from releval.measurement import scoring
-from releval.config import load_params, section
 from releval.judging.completeness import CONTRACT_KEY as COMPLETENESS
 from releval.judging.completeness import KINDS, POOLED, Completeness, metrics_for
 from releval.judging.judgments import load_version
+from releval.measurement import scoring
 from releval.measurement.metrics import Contract, Evaluation, contract_from_params
+from releval.measurement.pair import PairReport, Side, compare_sides
 from releval.measurement.scoring import CoverageTerms, coverage_terms
+from releval.measurement.sides import read_run_file
 from releval.measurement.stats import Comparison, QueryChange
+from releval.reporting.pair_text import render_pair
 
 __all__ = [
     "Contract",
@@ -81,8 +83,6 @@ def read_run(path: str | os.PathLike, format: str | None = None) -> pl.DataFrame
     chunks are collapsed to documents as the score stage does. ``format``: ``trec``, ``jsonl`` or
     ``parquet`` (default: from the extension). Bad input is an InputError naming file and line.
     """
-    from releval.measurement.comparisons import read_run_file
-
     return read_run_file(path, format)
 
 
@@ -174,7 +174,7 @@ class PairedComparison:
     verdict: str
     text: str
     comparison: Comparison
-    report: _compare.PairReport
+    report: PairReport
 
 
 def compare(
@@ -191,7 +191,7 @@ def compare(
     completeness: str = POOLED,
 ) -> PairedComparison:
     """Compare ``candidate`` with ``baseline`` on ``metric``, paired by query, as `releval compare`
-    does for two run files (:func:`releval.measurement.compare.compare_sides`).
+    does for two run files (:func:`releval.measurement.pair.compare_sides`).
 
     Both runs are scored against ``qrels`` under ``contract`` (default :class:`Contract`) with
     ``metric``, the ``secondary`` metrics (compared too, Holm-adjusted together) and ``judged@k`` at
@@ -214,18 +214,16 @@ def compare(
     terms[COMPLETENESS] = completeness
     qrels_table = _qrels_table(qrels)
 
-    def side(run: RunLike, label: str) -> _compare.Side:
+    def side(run: RunLike, label: str) -> Side:
         doc_run = _run_table(run)
-        evaluation = _compare.score_run(doc_run, qrels_table, terms)
+        evaluation = scoring.score_recorded(doc_run, qrels_table, terms)
         per_query = evaluation.per_query
         if not declared.positives_only:  # condensed lists need judged non-relevant documents
             per_query = scoring.with_condensed(evaluation, doc_run, qrels_table)
         ref = str(run) if not isinstance(run, pl.DataFrame) else label
-        return _compare.Side(
-            ref, f"run {ref}", terms, per_query.with_columns(pl.col("query_id").cast(pl.Utf8)), doc_run
-        )
+        return Side(ref, f"run {ref}", terms, per_query.with_columns(pl.col("query_id").cast(pl.Utf8)), doc_run)
 
-    report = _compare.compare_sides(
+    report = compare_sides(
         side(baseline, "baseline"),
         side(candidate, "candidate"),
         metric,
@@ -251,7 +249,7 @@ def compare(
         ties=p.ties,
         worst_query=p.worst_regression,
         verdict=str(p.verdict),
-        text=_compare.render_pair(report),
+        text=render_pair(report),
         comparison=p,
         report=report,
     )

@@ -15,7 +15,7 @@ from releval.cli import main
 from releval.errors import InputError
 from releval.judging import completeness as comp
 from releval.judging import judgments as jmod
-from releval.measurement import compare
+from releval.measurement import pair
 from support.scored_project import Project, qids
 
 REPO = Path(__file__).parents[2]
@@ -162,4 +162,4 @@ def test_the_api_declares_positives_only_too(tmp_path):
 def test_contracts_record_the_kind(tmp_path):
     found = comp.from_contract({"completeness": "positives-only"})
     assert found.positives_only and not comp.from_contract({}).positives_only
-    assert compare  # the comparison code reads the same term
+    assert pair  # the comparison code reads the same term

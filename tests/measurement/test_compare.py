@@ -17,7 +17,8 @@ from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.power import TTestPower
 
-from releval.measurement import compare, stats
+from releval.measurement import pair, scoring, stats
+from releval.reporting.text import thin_evidence
 from releval.measurement.metrics import Contract, evaluate
 from support.commands import git
 from support.scored_project import METRICS, Project, qids
@@ -124,13 +125,13 @@ def test_refuses_different_query_sets_saying_how_many_differ(tmp_path, capsys):
 def test_refuses_different_contracts_naming_the_fields(tmp_path, capsys):
     proj = Project(tmp_path)
     ids = qids(10)
-    side = lambda contract, values: compare.Side(  # noqa: E731
+    side = lambda contract, values: pair.Side(  # noqa: E731
         "x", "test", contract, pl.DataFrame({"query_id": ids, "ndcg@10": values})
     )
     base = proj.contract(10)
     other = {**base, "rel_threshold": 2, "gain": "linear", "metrics": ["ndcg@10"], "queries": 11}
-    with pytest.raises(compare.NotComparable) as info:
-        compare.compare_sides(side(base, [0.5] * 10), side(other, [0.6] * 10), "ndcg@10")
+    with pytest.raises(pair.NotComparable) as info:
+        pair.compare_sides(side(base, [0.5] * 10), side(other, [0.6] * 10), "ndcg@10")
     message = str(info.value)
     assert "gain: baseline 'exponential', candidate 'linear'" in message
     assert "rel_threshold: baseline 1, candidate 2" in message
@@ -358,8 +359,8 @@ def test_rev_config_reads_reports_from_a_git_commit(tmp_path, capsys):
 
 
 def test_query_set_difference_counts_both_directions():
-    assert compare.query_set_difference(["a", "b"], ["b", "a"]) is None
-    message = compare.query_set_difference(["a", "b", "c"], ["b", "c", "d", "e"])
+    assert pair.query_set_difference(["a", "b"], ["b", "a"]) is None
+    message = pair.query_set_difference(["a", "b", "c"], ["b", "c", "d", "e"])
     assert message.startswith("query sets differ: 3 queries differ")
     assert "1 only in baseline (a)" in message and "2 only in candidate (d, e)" in message
 
@@ -368,9 +369,9 @@ def test_document_ranks_count_documents_not_chunks():
     run = pl.DataFrame(
         {"query_id": ["q"] * 5, "doc_id": ["d1", "d2", "d1", "d3", "d1"], "score": [0.6, 0.7, 0.9, 0.7, 0.8]}
     )  # a document scores its best chunk
-    ranks = compare.document_ranks(run)
+    ranks = scoring.document_ranks(run)
     assert ranks.rows() == [("q", "d1", 1), ("q", "d2", 2), ("q", "d3", 3)]
-    ranks = compare.document_ranks(run, ties="trec_eval")  # trec_eval breaks ties doc_id descending
+    ranks = scoring.document_ranks(run, ties="trec_eval")  # trec_eval breaks ties doc_id descending
     assert ranks.rows() == [("q", "d1", 1), ("q", "d3", 2), ("q", "d2", 3)]
 
 
@@ -557,14 +558,14 @@ def test_queries_needed_on_a_hand_computed_example():
     assert stats.queries_needed(0.15, 0.03) == 199
     assert math.ceil(TTestPower().solve_power(effect_size=0.03 / 0.15, alpha=0.05, power=0.8)) == 199
     figure = stats.power_figure(0.15, 0.03, 85)
-    assert compare.thin_evidence(figure, "ndcg@10") == (
+    assert thin_evidence(figure, "ndcg@10") == (
         "85 queries; to detect the observed ndcg@10 difference of 0.0300 at 80% power you would need about "
         "199 queries (SD of per-query differences 0.1500; `releval power --sd 0.15 --delta 0.03`)"
     )
-    assert compare.thin_evidence(stats.power_figure(0.15, 0.03, 199), "ndcg@10") is None  # enough queries
+    assert thin_evidence(stats.power_figure(0.15, 0.03, 199), "ndcg@10") is None  # enough queries
     # A difference under a quarter of what 85 queries resolve is about zero: say what they resolve.
     resolvable = TTestPower().solve_power(nobs=85, alpha=0.05, power=0.8) * 0.15
-    assert compare.thin_evidence(stats.power_figure(0.15, 0.001, 85), "ndcg@10") == (
+    assert thin_evidence(stats.power_figure(0.15, 0.001, 85), "ndcg@10") == (
         f"85 queries; the observed ndcg@10 difference +0.0010 is about zero next to the smallest these queries "
         f"resolve, {resolvable:.4f} at 80% power (SD of per-query differences 0.1500): a smaller true difference "
         "would go unseen"

@@ -29,7 +29,8 @@ import pytest
 import pytrec_eval
 
 from releval.errors import InputError
-from releval.measurement import compare, scoring, stats
+from releval.measurement import gate, scoring, stats
+from releval.measurement.grid import compare_grid
 from releval.measurement.metrics import Contract, condense, evaluate
 from support.scored_project import Project, qids
 
@@ -271,20 +272,20 @@ def test_overriding_the_thresholds_changes_the_outcome(pair, capsys):
 def test_the_gate_neither_passes_nor_fails_a_confounded_comparison(pair, capsys):
     base = ("gate", "--baseline", run_ref("pooled"), "--candidate", run_ref("novel"), "--resamples", "1000")
     code, out, _ = pair.cli(capsys, *base)
-    assert code == compare.GATE_INCOMPARABLE
+    assert code == gate.GATE_INCOMPARABLE
     last = out.rstrip("\n").splitlines()[-1]
     assert last.startswith("gate: FAIL — coverage-confounded, no verdict on ndcg@10: judged@10 below 0.9")
     assert "`releval pool --missing`" in last and "PASS" not in out
     code, out, _ = pair.cli(capsys, *base, "--margin", "0.5")  # non-inferiority cannot be shown either
-    assert code == compare.GATE_INCOMPARABLE and "coverage-confounded" in out
+    assert code == gate.GATE_INCOMPARABLE and "coverage-confounded" in out
     code, out, _ = pair.cli(capsys, *base, "--min-judged", "0.6", "--max-judged-gap", "0.35")
-    assert code == compare.GATE_FAIL and out.rstrip("\n").splitlines()[-1].startswith(
+    assert code == gate.GATE_FAIL and out.rstrip("\n").splitlines()[-1].startswith(
         "gate: FAIL — significant regression"
     )
     code, out, _ = pair.cli(
         capsys, "gate", "--baseline", run_ref("pooled"), "--candidate", run_ref("reordered"), "--resamples", "1000"
     )
-    assert code == compare.GATE_PASS and "significant improvement" in out
+    assert code == gate.GATE_PASS and "significant improvement" in out
 
 
 # --------------------------------------------------------------------------- the grid
@@ -352,14 +353,14 @@ def test_grid_decisions_agree_with_the_pair_and_stats_decide(tmp_path):
     proj = Project(tmp_path)
     grid_reports(proj)
     per_query = pl.read_parquet(proj.root / "reports" / "per_query.parquet")
-    report = compare.compare_grid(per_query, "pooled", "ndcg@10", n_resamples=1000, contract=contract(N))
+    report = compare_grid(per_query, "pooled", "ndcg@10", n_resamples=1000, contract=contract(N))
     decisions = stats.decide([r.mean_difference for r in report.rows], [r.p_bootstrap for r in report.rows], [N, N])
     for row, decision in zip(report.rows, decisions):
         expected = stats.COVERAGE_CONFOUNDED if row.config_id == "novel" else decision.verdict
         assert row.verdict == expected and row.p_bootstrap_holm == decision.adjusted_p_value
     assert [r.config_id for r in report.confounded()] == ["novel"]
     # without a contract (no judged@k known) nothing is confounded
-    plain = compare.compare_grid(per_query, "pooled", "ndcg@10", n_resamples=1000)
+    plain = compare_grid(per_query, "pooled", "ndcg@10", n_resamples=1000)
     assert [r.verdict for r in plain.rows] == [d.verdict for d in decisions]
     assert not math.isnan(plain.rows[0].mean)
 
@@ -387,7 +388,7 @@ def test_the_default_metric_section_records_coverage_terms_and_a_discriminating_
 
 def test_a_tie_on_an_alternative_is_no_contradiction():
     """A tie under bpref beside an nDCG difference was reported as "THE WINNER DIFFERS: ... bpref neither"."""
-    from releval.measurement.compare import Coverage
+    from releval.measurement.coverage import Coverage
     from releval.measurement.scoring import CoverageTerms
 
     def found(standard, condensed, bpref):

@@ -9,7 +9,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from releval.measurement import compare
+from releval.errors import InputError
+from releval.measurement.gate import must_never_break
 from support.commands import git
 from support.scored_project import Project, qids
 
@@ -161,9 +162,9 @@ def test_must_never_break_checks_a_run_file_candidate(tmp_path, capsys):
 def test_must_never_break_refuses_a_flagged_query_without_relevant_judgments():
     qrels = pl.DataFrame({"query_id": ["q"], "doc_id": ["d"], "grade": [0]})
     run = pl.DataFrame({"query_id": ["q"], "doc_id": ["d"], "score": [1.0]})
-    with pytest.raises(compare.InputError, match="must-never-break query q has no judged document"):
-        compare.must_never_break(["q"], qrels, run)
-    assert compare.must_never_break([], qrels, run) == []
+    with pytest.raises(InputError, match="must-never-break query q has no judged document"):
+        must_never_break(["q"], qrels, run)
+    assert must_never_break([], qrels, run) == []
 
 
 def test_gate_module_docstring_shows_the_ci_step():

@@ -13,6 +13,7 @@ from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.power import TTestPower
 
 from releval.measurement import stats
+from releval.reporting.text import power_sentence
 from releval.cli import main as cli_main
 from releval.errors import InputError
 
@@ -516,14 +517,14 @@ def test_power_figure_matches_statsmodels(sd, delta, n):
 
 
 def test_power_figure_edge_cases_say_why_there_is_no_number():
-    assert stats.power_figure(math.nan, 0.2, 1).sentence() == "1 query: no spread to plan from"
+    assert power_sentence(stats.power_figure(math.nan, 0.2, 1)) == "1 query: no spread to plan from"
     constant = stats.power_figure(0.0, 0.1, 20)
-    assert constant.queries_needed is None and "every query moves by the same amount" in constant.sentence()
+    assert constant.queries_needed is None and "every query moves by the same amount" in power_sentence(constant)
     none = stats.power_figure(0.1, 0.0, 20)
-    assert none.queries_needed is None and "no observed difference to detect" in none.sentence()
+    assert none.queries_needed is None and "no observed difference to detect" in power_sentence(none)
     tiny = stats.power_figure(0.1, 1e-17, 20)
     assert tiny.beyond_max and tiny.queries_needed is None and tiny.command() is None
-    assert "more than 1,000,000,000 queries" in tiny.sentence()
+    assert "more than 1,000,000,000 queries" in power_sentence(tiny)
     with pytest.raises(InputError, match="needs more than 1,000,000,000 queries"):
         stats.queries_needed(0.1, 1e-17)
 

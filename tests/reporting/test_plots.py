@@ -17,7 +17,8 @@ from support.projects import copy_project
 from releval import paths
 from releval.reporting import plots
 from releval.measurement import stats
-from releval.measurement.compare import NotComparable
+from releval.measurement import plot_tables
+from releval.measurement.pair import NotComparable
 from releval.errors import InputError
 from releval.measurement.metrics import Contract, evaluate
 from releval.measurement.scoring import JUDGED_WARNING
@@ -54,7 +55,7 @@ PER_QUERY = long_table(
 
 
 def test_interval_table_is_the_mean_with_a_paired_percentile_bootstrap():
-    rows = plots.interval_table(PER_QUERY, "ndcg@10", n_resamples=2000, seed=3)
+    rows = plot_tables.interval_table(PER_QUERY, "ndcg@10", n_resamples=2000, seed=3)
     assert [r["config_id"] for r in rows] == sorted(
         ["base", "better", "same"], key=lambda c: -PER_QUERY.filter(pl.col("config_id") == c)["ndcg@10"].mean()
     )
@@ -72,17 +73,17 @@ def test_interval_table_is_the_mean_with_a_paired_percentile_bootstrap():
     low, high = stats.percentile_interval(stats.bootstrap_means(matrix, 2000, 3))
     by_id = {r["config_id"]: r for r in rows}
     assert by_id["better"]["low"] == pytest.approx(low[1]) and by_id["better"]["high"] == pytest.approx(high[1])
-    assert plots.interval_table(PER_QUERY, "ndcg@10", n_resamples=2000, seed=3) == rows  # seeded
+    assert plot_tables.interval_table(PER_QUERY, "ndcg@10", n_resamples=2000, seed=3) == rows  # seeded
 
 
 def test_interval_table_refuses_configurations_scored_on_different_queries():
     uneven = PER_QUERY.filter(~((pl.col("config_id") == "same") & (pl.col("query_id") == "q00")))
     with pytest.raises(NotComparable, match="same lacks 1 queries"):
-        plots.interval_table(uneven, "ndcg@10")
+        plot_tables.interval_table(uneven, "ndcg@10")
 
 
 def test_difference_table_is_candidate_minus_baseline_per_query():
-    rows = plots.difference_table(PER_QUERY, "base", "ndcg@10")
+    rows = plot_tables.difference_table(PER_QUERY, "base", "ndcg@10")
     assert {r["config_id"] for r in rows} == {"better", "same"} and len(rows) == 60
     base = dict(PER_QUERY.filter(pl.col("config_id") == "base").select("query_id", "ndcg@10").iter_rows())
     better = dict(PER_QUERY.filter(pl.col("config_id") == "better").select("query_id", "ndcg@10").iter_rows())
@@ -90,7 +91,7 @@ def test_difference_table_is_candidate_minus_baseline_per_query():
         if row["config_id"] == "better":
             assert row["difference"] == better[row["query_id"]] - base[row["query_id"]]
     with pytest.raises(InputError, match="unknown baseline"):
-        plots.difference_table(PER_QUERY, "nope", "ndcg@10")
+        plot_tables.difference_table(PER_QUERY, "nope", "ndcg@10")
 
 
 def test_recall_curve_comes_from_the_engine_and_never_decreases():
@@ -103,7 +104,7 @@ def test_recall_curve_comes_from_the_engine_and_never_decreases():
             "score": list(np.linspace(1, 0, len(docs))) + [0.9, 0.5, 0.1],
         }
     )
-    rows = plots.recall_curve_table({"r": run}, qrels, Contract(), max_k=12)
+    rows = plot_tables.recall_curve_table({"r": run}, qrels, Contract(), max_k=12)
     values = [r["recall"] for r in rows]
     assert [r["k"] for r in rows] == list(range(1, 13))
     assert all(b >= a for a, b in zip(values, values[1:]))
@@ -111,7 +112,7 @@ def test_recall_curve_comes_from_the_engine_and_never_decreases():
     assert values[0] == engine["recall@1"] and values[8] == engine["recall@9"] and values[10] == engine["recall@11"]
     assert values[0] == 0.5 and values[-1] == 1.0  # query 2 finds d at rank 1; query 1 needs rank 11
     with pytest.raises(InputError):
-        plots.recall_curve_table({"r": run}, qrels, Contract(), max_k=0)
+        plot_tables.recall_curve_table({"r": run}, qrels, Contract(), max_k=0)
 
 
 def test_quality_cost_table_reads_the_cost_figures_of_every_configuration():
@@ -119,12 +120,12 @@ def test_quality_cost_table_reads_the_cost_figures_of_every_configuration():
         "a": {"ndcg@10": 0.5, "ops": {"index_bytes": 2_500_000, "dimension": 384}},
         "bm25": {"ndcg@10": 0.4, "ops": {"index_bytes": 1_000}},
     }
-    rows = plots.quality_cost_table(configs, "ndcg@10")
+    rows = plot_tables.quality_cost_table(configs, "ndcg@10")
     # Machine figures (throughput, latency) are not plotted with quality: they live in reports/ops.json.
     assert rows[0] == {"config_id": "a", "metric": "ndcg@10", "quality": 0.5, "index_mb": 2.5}
     assert rows[1]["index_mb"] == 0.001
     with pytest.raises(InputError, match="has no map"):
-        plots.quality_cost_table(configs, "map")
+        plot_tables.quality_cost_table(configs, "map")
 
 
 # --------------------------------------------------------------------------- specs and templates
@@ -132,7 +133,7 @@ def test_quality_cost_table_reads_the_cost_figures_of_every_configuration():
 
 def tables():
     return {
-        "ndcg_ci": plots.interval_table(PER_QUERY, "ndcg@10", n_resamples=500),
+        "ndcg_ci": plot_tables.interval_table(PER_QUERY, "ndcg@10", n_resamples=500),
         "recall_curve": [{"config_id": c, "k": k, "recall": k / 10} for c in ("a", "b") for k in range(1, 11)],
         "quality_cost": [
             {
@@ -148,7 +149,7 @@ def tables():
                 "index_mb": 0.4,
             },
         ],
-        "difference_hist": plots.difference_table(PER_QUERY, "base", "ndcg@10"),
+        "difference_hist": plot_tables.difference_table(PER_QUERY, "base", "ndcg@10"),
     }
 
 

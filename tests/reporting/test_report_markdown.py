@@ -256,8 +256,8 @@ def test_report_opens_with_the_conclusion(built):
 def test_the_conclusion_names_what_would_settle_a_close_call(tmp_path):
     """Two configurations a few queries apart: the conclusion names the runner-up and the
     `releval power` figure at the observed SD of their per-query differences."""
-    from releval.measurement import compare
-    from releval.reporting.evaluation_report import conclusion_markdown
+    from releval.measurement.grid import compare_grid
+    from releval.reporting.report_md import conclusion_markdown
 
     rng = np.random.default_rng(5)
     base = rng.uniform(0.3, 0.7, 30)
@@ -269,7 +269,7 @@ def test_the_conclusion_names_what_would_settle_a_close_call(tmp_path):
             "ndcg@10": np.concatenate([base, close]),
         }
     )
-    grid = compare.compare_grid(per_query, "a", "ndcg@10", n_resamples=RESAMPLES)
+    grid = compare_grid(per_query, "a", "ndcg@10", n_resamples=RESAMPLES)
     lines = conclusion_markdown(grid, {"a": {}, "b": {}}, "ndcg@10")
     best, runner_up = ("b", "a") if close.mean() > base.mean() else ("a", "b")
     assert lines[2] == f"- Best: `{best}` ({max(close.mean(), base.mean()):.4f})."
@@ -284,7 +284,7 @@ def test_the_conclusion_names_what_would_settle_a_close_call(tmp_path):
 
 
 def test_a_single_configuration_concludes_there_is_nothing_to_compare():
-    from releval.reporting.evaluation_report import conclusion_markdown
+    from releval.reporting.report_md import conclusion_markdown
 
     assert conclusion_markdown(None, {"a/c1": {"ndcg@10": 0.5}}, "ndcg@10") == [
         "**Conclusion:** one configuration was scored, `a/c1` (ndcg@10 0.5000); nothing to compare."
@@ -293,20 +293,20 @@ def test_a_single_configuration_concludes_there_is_nothing_to_compare():
 
 def test_holdout_queries_stay_out_of_the_threshold_check():
     """The threshold means reproduce the reported means at the contract's threshold."""
-    from releval.measurement import compare
+    from releval.measurement.grid import threshold_means
 
     qrels = pl.DataFrame({"query_id": ["q1", "q2"], "doc_id": ["d1", "d2"], "grade": [1, 3]})
     run = pl.DataFrame({"query_id": ["q1", "q2"], "doc_id": ["d1", "x"], "score": [1.0, 1.0]})
     contract = {**Contract().to_dict(), "metrics": ["hit@1"]}
-    means = compare.threshold_means({"a": run}, holdout.restrict(qrels, ["q1", "q2"]), contract, "hit@1", (1, 3, 4))
+    means = threshold_means({"a": run}, holdout.restrict(qrels, ["q1", "q2"]), contract, "hit@1", (1, 3, 4))
     assert means == {1: {"a": 0.5}, 3: {"a": 0.0}, 4: None}
 
 
 def test_the_conclusion_says_when_the_queries_are_too_few_for_the_differences_seen():
     """30 queries, a candidate about 0.01 better in noise of SD 0.05: inconclusive, and the conclusion
     names the queries a paired t-test would need for that difference (statsmodels' TTestPower)."""
-    from releval.measurement import compare
-    from releval.reporting.evaluation_report import conclusion_markdown
+    from releval.measurement.grid import compare_grid
+    from releval.reporting.report_md import conclusion_markdown
 
     rng = np.random.default_rng(5)
     base = rng.uniform(0.3, 0.7, 30)
@@ -318,7 +318,7 @@ def test_the_conclusion_says_when_the_queries_are_too_few_for_the_differences_se
             "ndcg@10": np.concatenate([base, close]),
         }
     )
-    grid = compare.compare_grid(per_query, "a", "ndcg@10", n_resamples=RESAMPLES)
+    grid = compare_grid(per_query, "a", "ndcg@10", n_resamples=RESAMPLES)
     assert grid.rows[0].verdict == "inconclusive"
     differences = close - base
     sd = float(np.std(differences, ddof=1))

@@ -39,8 +39,9 @@ computed on the ranking with its unjudged documents removed (Sakai, "Alternative
 SIGIR 2007), and bpref, and say when either favours another side than the standard value. The
 judging debt is listed by `releval pool --missing`.
 
-The reading is :mod:`releval.measurement.comparisons`; the statistics and texts are
-:mod:`releval.measurement.compare`.
+The reading is :mod:`releval.measurement.sides`; the statistics are :mod:`releval.measurement.pair`
+and :mod:`releval.measurement.grid`; the texts are :mod:`releval.reporting.pair_text` and
+:mod:`releval.reporting.grid_text`.
 """
 
 from __future__ import annotations
@@ -48,9 +49,82 @@ from __future__ import annotations
 import argparse
 import json
 
-from releval import config
+from releval import config, paths
 from releval.errors import InputError
-from releval.measurement import compare, comparisons
+from releval.inputs import trec
+from releval.measurement import sides
+from releval.reporting.grid_text import grid_to_dict, render_grid
+from releval.reporting.pair_text import pair_to_dict, render_pair
+
+
+def add_source_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options `releval compare` and `releval gate` share: where scores, runs, qrels and queries live."""
+    parser.add_argument(
+        "--metric", default=None, help="metric to decide on (default: the contract's primary, e.g. ndcg@10)"
+    )
+    parser.add_argument(
+        "--secondary",
+        default=None,
+        help="comma-separated secondary metrics, each with its own interval (default: recall@100,hit@10 where scored)",
+    )
+    parser.add_argument(
+        "--reports",
+        default=paths.REPORTS,
+        help=f"folder with metrics.json and per_query.parquet (default: {paths.REPORTS})",
+    )
+    parser.add_argument(
+        "--qrels", default=paths.QRELS, help="judgments that run files are scored against: TREC qrels, JSONL or parquet"
+    )
+    parser.add_argument("--qrels-format", choices=trec.FORMATS, help="default: from the file extension")
+    parser.add_argument(
+        "--run-format", choices=trec.FORMATS, help="format of run-file references (default: from the file extension)"
+    )
+    parser.add_argument(
+        "--queries",
+        default=paths.QUERIES,
+        help="query texts; slices and must_never_break flags when present",
+    )
+    parser.add_argument(
+        "--runs-root", default=paths.RUNS, help="run folders (run.json + run.parquet), found by config_id"
+    )
+    parser.add_argument(
+        "--judgments-meta",
+        default=paths.JUDGMENTS_META,
+        help="judgment version of the qrels, recorded with a scored run file",
+    )
+    parser.add_argument(
+        "--resamples", type=int, default=10_000, help="paired bootstrap resamples of the queries (default 10000)"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    parser.add_argument(
+        "--min-judged",
+        type=float,
+        default=None,
+        metavar="F",
+        help="coverage term: each side's judged@k (k: the primary's cutoff) must reach F for a verdict, "
+        "else coverage-confounded (default: the baseline contract's metric.coverage.min_judged, 0.9)",
+    )
+    parser.add_argument(
+        "--max-judged-gap",
+        type=float,
+        default=None,
+        metavar="F",
+        help="coverage term: the two sides' judged@k may differ by at most F "
+        "(default: the contract's metric.coverage.max_judged_gap, 0.05)",
+    )
+
+
+def sources_from_args(args: argparse.Namespace) -> sides.Sources:
+    """The sources named by :func:`add_source_arguments`' options."""
+    return sides.Sources(
+        args.reports,
+        args.qrels,
+        args.queries,
+        args.runs_root,
+        args.judgments_meta,
+        args.qrels_format,
+        args.run_format,
+    )
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -60,7 +134,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "candidate_ref", nargs="?", metavar="CANDIDATE", help="configuration id, run file, or REV:config_id"
     )
-    comparisons.add_source_arguments(parser)
+    add_source_arguments(parser)
     parser.set_defaults(reports=None)  # the active dataset's folder, read from --params
     parser.add_argument("--slice", dest="slice_name", default=None, help="compare only the queries carrying this slice")
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
@@ -90,11 +164,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.reports is None:
         args.reports = config.reports_folder(args.params)
-    sources = comparisons.Sources.from_args(args)
+    sources = sources_from_args(args)
     if args.grid:
         if args.candidate_ref is not None:
             raise InputError("--grid takes no CANDIDATE; use --baseline ID", field="CANDIDATE")
-        grid = comparisons.grid_report(
+        grid = sides.grid_report(
             sources,
             metric=args.metric,
             baseline=args.grid_baseline if args.grid_baseline is not None else args.baseline_ref,
@@ -108,13 +182,13 @@ def run(args: argparse.Namespace) -> int:
             max_judged_gap=args.max_judged_gap,
         )
         if args.json:
-            print(json.dumps(compare.grid_to_dict(grid), indent=2, allow_nan=False))
+            print(json.dumps(grid_to_dict(grid), indent=2, allow_nan=False))
         else:
-            print(compare.render_grid(grid))
+            print(render_grid(grid))
         return 0
     if args.baseline_ref is None or args.candidate_ref is None:
         raise InputError("give BASELINE and CANDIDATE, or --grid", field="arguments")
-    report = comparisons.pair_report(
+    report = sides.pair_report(
         sources,
         args.baseline_ref,
         args.candidate_ref,
@@ -127,7 +201,7 @@ def run(args: argparse.Namespace) -> int:
         max_judged_gap=args.max_judged_gap,
     )
     if args.json:
-        print(json.dumps(compare.pair_to_dict(report), indent=2, allow_nan=False))
+        print(json.dumps(pair_to_dict(report), indent=2, allow_nan=False))
     else:
-        print(compare.render_pair(report))
+        print(render_pair(report))
     return 0

@@ -52,8 +52,12 @@ import sys
 import traceback
 
 from releval import config
+from releval.commands.compare import add_source_arguments, sources_from_args
 from releval.errors import InputError
-from releval.measurement import compare, comparisons
+from releval.measurement import sides
+from releval.measurement.gate import GATE_INCOMPARABLE, gate_decision
+from releval.reporting.gate_text import render_gate
+from releval.reporting.pair_text import render_pair
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -86,15 +90,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="non-inferiority: fail when the 95%% interval's lower bound of candidate - baseline is below -M "
         "(e.g. 0.02); default: fail only on a significant regression, so an inconclusive drop passes",
     )
-    comparisons.add_source_arguments(parser)
+    add_source_arguments(parser)
     parser.set_defaults(reports=None)  # the active dataset's folder (params.yaml reports_dir)
 
 
 def _gate(args: argparse.Namespace) -> int:
     if args.reports is None:
         args.reports = config.reports_folder()
-    sources = comparisons.Sources.from_args(args)
-    report = comparisons.pair_report(
+    sources = sources_from_args(args)
+    report = sides.pair_report(
         sources,
         args.baseline_ref,
         args.candidate_ref,
@@ -105,12 +109,12 @@ def _gate(args: argparse.Namespace) -> int:
         min_judged=args.min_judged,
         max_judged_gap=args.max_judged_gap,
     )
-    broken = comparisons.broken_must_never_break(sources, report, args.must_rank)
-    sealed = comparisons.sealed_must_never_break(sources)
-    result = compare.gate_decision(report, broken, args.must_rank, args.margin, sealed)
-    print(compare.render_pair(report))
+    broken = sides.broken_must_never_break(sources, report, args.must_rank)
+    sealed = sides.sealed_must_never_break(sources)
+    result = gate_decision(report, broken, args.must_rank, args.margin, sealed)
+    print(render_pair(report))
     print()
-    print(result.message)
+    print(render_gate(result))
     return result.code
 
 
@@ -119,8 +123,8 @@ def run(args: argparse.Namespace) -> int:
         return _gate(args)
     except InputError as exc:
         print(f"gate: cannot compare — {exc}", file=sys.stderr)
-        return compare.GATE_INCOMPARABLE
+        return GATE_INCOMPARABLE
     except Exception:  # a crash must not read as "regression" (exit 1) in CI
         traceback.print_exc()
         print("gate: cannot compare — unexpected error (above)", file=sys.stderr)
-        return compare.GATE_INCOMPARABLE
+        return GATE_INCOMPARABLE

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import argparse
 
+from releval.errors import InputError
+from releval.measurement import stats
+
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
@@ -28,8 +31,21 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def run(args: argparse.Namespace) -> int:
-    from releval.measurement import stats
+def power_answer(
+    sd: float, delta: float | None = None, n: int | None = None, alpha: float = 0.05, power: float = 0.8
+) -> str:
+    """One sentence: the queries needed to detect ``delta``, or (given ``n``) the smallest mean
+    difference ``n`` queries resolve, with the setting it assumes."""
+    setting = f"sd {sd:g}, alpha {alpha:g}, power {power:g}, two-sided paired t-test"
+    if delta is not None:
+        needed = stats.queries_needed(sd, delta, alpha=alpha, power=power)
+        return f"{needed} queries to detect a mean difference of {abs(delta):g} ({setting})"
+    if n is None:
+        raise InputError("give delta or n", field="delta")
+    smallest = stats.minimum_detectable_difference(sd, n, alpha=alpha, power=power)
+    return f"{smallest:.4g} is the smallest mean difference {n} queries resolve ({setting})"
 
-    print(stats.power_answer(args.sd, delta=args.delta, n=args.n, alpha=args.alpha, power=args.power))
+
+def run(args: argparse.Namespace) -> int:
+    print(power_answer(args.sd, delta=args.delta, n=args.n, alpha=args.alpha, power=args.power))
     return 0

@@ -28,7 +28,6 @@ from releval import io, paths
 from releval.progress import progress
 from releval.retrieval import runs
 from releval.measurement import scoring
-from releval.measurement.compare import document_ranks
 from releval.measurement.metrics import contract_from_params, parse_metric
 from releval.inputs import trec
 from releval.errors import InputError, InputErrors
@@ -597,9 +596,9 @@ def judging_debt(
 def scored_top_documents(chunk_run: pl.DataFrame, depth: int, ties: str = "docid-asc") -> pl.DataFrame:
     """Each query's first ``depth`` documents as scoring sees them: chunks collapsed to documents
     (:func:`releval.measurement.scoring.document_run`), ordered as the metric engine orders them
-    under the contract's ``ties`` (:func:`releval.measurement.compare.document_ranks`), so that
+    under the contract's ``ties`` (:func:`releval.measurement.scoring.document_ranks`), so that
     these are exactly the documents ``judged@depth`` counts. Columns: query_id, doc_id."""
-    ranked = document_ranks(scoring.document_run(chunk_run), ties)
+    ranked = scoring.document_ranks(scoring.document_run(chunk_run), ties)
     return ranked.filter(pl.col("doc_rank") <= depth).select("query_id", "doc_id")
 
 

@@ -125,6 +125,41 @@ def score_table(
     )
 
 
+def score_recorded(
+    doc_run: pl.DataFrame,
+    qrels: pl.DataFrame,
+    contract: Mapping[str, Any],
+    metrics: Sequence[str] | None = None,
+    **overrides: Any,
+) -> Evaluation:
+    """Evaluate a document-level run under a recorded ``contract`` (metrics.json's; fields in
+    ``overrides`` replaced), on ``metrics`` (default: the metrics the contract lists)."""
+    metrics = list(metrics if metrics is not None else contract.get("metrics") or [])
+    if not metrics:
+        raise InputError("the contract lists no metrics", field="metrics")
+    return score_table(doc_run, qrels, metrics, contract_from_record(contract, **overrides))
+
+
+def document_ranks(run: pl.DataFrame, ties: str = "docid-asc") -> pl.DataFrame:
+    """query_id, doc_id, doc_rank (1 = best) from a run, ordered as the metric engine orders it.
+
+    A document scores its best row (its best chunk, as after collapsing); documents are ordered
+    by score descending, then doc_id ascending (``ties="trec_eval"``: descending, scores
+    compared in single precision), so ranks count documents, not chunks.
+    """
+    docs = (
+        run.select(pl.col("query_id").cast(pl.Utf8), pl.col("doc_id").cast(pl.Utf8), pl.col("score").cast(pl.Float64))
+        .group_by("query_id", "doc_id")
+        .agg(pl.col("score").max())
+    )
+    if ties == "trec_eval":
+        docs = docs.with_columns(pl.col("score").cast(pl.Float32))
+    docs = docs.sort(["query_id", "score", "doc_id"], descending=[False, True, ties == "trec_eval"])
+    return docs.select(
+        "query_id", "doc_id", pl.int_range(1, pl.len() + 1).over("query_id").cast(pl.Int64).alias("doc_rank")
+    )
+
+
 # --------------------------------------------------------------------------- incomplete judgments
 
 # Coverage terms (metric.coverage in params.yaml, recorded in the contract): both sides'

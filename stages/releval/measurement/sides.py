@@ -1,4 +1,4 @@
-"""Comparisons as `releval compare` and `releval gate` ask for them: references read, then compared.
+"""The sides of a comparison, read from what a user names: `releval compare` and `releval gate`'s references.
 
 A reference names scores in one of three ways, tried in this order:
 
@@ -8,14 +8,16 @@ A reference names scores in one of three ways, tried in this order:
 * a configuration id in the reports' per_query.parquet, e.g. ``minilm/c256``;
 * ``REV:config_id`` with REV a git revision: the reports are read at that revision.
 
-:class:`Sources` resolves references to :class:`~releval.measurement.compare.Side` objects,
-reading each file once; :func:`pair_report` and :func:`grid_report` build the comparisons with
-:mod:`releval.measurement.compare`, which holds the statistics and the texts.
+:class:`Sources` resolves references to :class:`~releval.measurement.pair.Side` objects,
+reading each file once (reports, runs, qrels, queries; the working tree's or a git revision's);
+:func:`pair_report` and :func:`grid_report` then compute the comparisons with
+:mod:`releval.measurement.pair` and :mod:`releval.measurement.grid`, and the gate's
+must-never-break queries with :mod:`releval.measurement.gate`. The texts are
+:mod:`releval.reporting`'s.
 """
 
 from __future__ import annotations
 
-import argparse
 import io as _io
 import json
 import sys
@@ -27,69 +29,17 @@ from typing import Any
 
 import polars as pl
 
-from releval import paths
+from releval.config import load_params
 from releval.errors import InputError
 from releval.inputs import trec
-from releval.measurement import compare, holdout, scoring
+from releval.io import sha256_file
+from releval.measurement import holdout, scoring
+from releval.measurement.gate import Broken, must_never_break, must_never_break_ids
+from releval.measurement.grid import GridReport, compare_grid, threshold_means
+from releval.measurement.metrics import check_run
+from releval.measurement.pair import DEFAULT_SECONDARY, PairReport, Side, compare_sides, config_side
 from releval.provenance import revisions
 from releval.retrieval import runs
-
-
-def add_source_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options `releval compare` and `releval gate` share: where scores, runs, qrels and queries live."""
-    parser.add_argument(
-        "--metric", default=None, help="metric to decide on (default: the contract's primary, e.g. ndcg@10)"
-    )
-    parser.add_argument(
-        "--secondary",
-        default=None,
-        help="comma-separated secondary metrics, each with its own interval (default: recall@100,hit@10 where scored)",
-    )
-    parser.add_argument(
-        "--reports",
-        default=paths.REPORTS,
-        help=f"folder with metrics.json and per_query.parquet (default: {paths.REPORTS})",
-    )
-    parser.add_argument(
-        "--qrels", default=paths.QRELS, help="judgments that run files are scored against: TREC qrels, JSONL or parquet"
-    )
-    parser.add_argument("--qrels-format", choices=trec.FORMATS, help="default: from the file extension")
-    parser.add_argument(
-        "--run-format", choices=trec.FORMATS, help="format of run-file references (default: from the file extension)"
-    )
-    parser.add_argument(
-        "--queries",
-        default=paths.QUERIES,
-        help="query texts; slices and must_never_break flags when present",
-    )
-    parser.add_argument(
-        "--runs-root", default=paths.RUNS, help="run folders (run.json + run.parquet), found by config_id"
-    )
-    parser.add_argument(
-        "--judgments-meta",
-        default=paths.JUDGMENTS_META,
-        help="judgment version of the qrels, recorded with a scored run file",
-    )
-    parser.add_argument(
-        "--resamples", type=int, default=10_000, help="paired bootstrap resamples of the queries (default 10000)"
-    )
-    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
-    parser.add_argument(
-        "--min-judged",
-        type=float,
-        default=None,
-        metavar="F",
-        help="coverage term: each side's judged@k (k: the primary's cutoff) must reach F for a verdict, "
-        "else coverage-confounded (default: the baseline contract's metric.coverage.min_judged, 0.9)",
-    )
-    parser.add_argument(
-        "--max-judged-gap",
-        type=float,
-        default=None,
-        metavar="F",
-        help="coverage term: the two sides' judged@k may differ by at most F "
-        "(default: the contract's metric.coverage.max_judged_gap, 0.05)",
-    )
 
 
 def coverage_terms(
@@ -129,24 +79,14 @@ class Reports:
         present = list(dict.fromkeys(self.per_query["config_id"].to_list()))
         return [c for c in order if c in present] + [c for c in present if c not in order]
 
-    def side(self, ref: str, config_id: str) -> compare.Side:
-        rows = self.per_query.filter(pl.col("config_id") == config_id)
-        if rows.height == 0:
+    def side(self, ref: str, config_id: str) -> Side:
+        if self.per_query.filter(pl.col("config_id") == config_id).height == 0:
             raise InputError(
                 f"no configuration {config_id!r}; known: {', '.join(self.config_ids())}",
                 file=f"{self.where}/per_query.parquet",
                 field="config_id",
             )
-        rows = rows.drop("config_id")
-        # A long table written with a diagonal concat has all-null columns for metrics a
-        # configuration was not scored on; they are not scores.
-        rows = rows.select([c for c in rows.columns if c == "query_id" or rows[c].null_count() < rows.height])
-        return compare.Side(
-            ref,
-            f"{self.where}/per_query.parquet",
-            dict(self.contract),
-            rows.with_columns(pl.col("query_id").cast(pl.Utf8)),
-        )
+        return config_side(self.per_query, config_id, self.contract, f"{self.where}/per_query.parquet", ref)
 
 
 def _parse_reports(where: str, metrics_bytes: bytes, per_query_bytes: bytes) -> Reports:
@@ -164,7 +104,7 @@ def _parse_reports(where: str, metrics_bytes: bytes, per_query_bytes: bytes) -> 
     return Reports(where, metrics, per_query)
 
 
-def read_reports(folder: str | Path) -> Reports:
+def _read_reports(folder: str | Path) -> Reports:
     """The reports in ``folder`` of the working tree; a missing file is an error naming it."""
     folder = Path(folder)
     for name in ("metrics.json", "per_query.parquet"):
@@ -175,7 +115,7 @@ def read_reports(folder: str | Path) -> Reports:
     )
 
 
-def read_reports_at(rev: str, folder: str | Path) -> Reports:
+def _read_reports_at(rev: str, folder: str | Path) -> Reports:
     """The reports in ``folder`` as committed at git revision ``rev``."""
     folder = Path(folder).as_posix()
 
@@ -193,8 +133,6 @@ def read_run_file(path: str | Path, format: str | None = None) -> pl.DataFrame:
     :func:`releval.inputs.trec.read_run` (TREC text, JSONL or parquet with query_id, doc_id, score;
     ``format`` as `releval score --run-format` takes it, default from the extension).
     """
-    from releval.measurement.metrics import check_run
-
     path = Path(path)
     if path.is_dir():
         path = path / "run.parquet"
@@ -217,10 +155,8 @@ def read_run_file(path: str | Path, format: str | None = None) -> pl.DataFrame:
     return trec.read_run(path, format)
 
 
-def warn_if_changed(reports: str | Path, config_id: str, run_dir: Path) -> None:
+def _warn_if_changed(reports: str | Path, config_id: str, run_dir: Path) -> None:
     """Warn when a run on disk is not the one the reports were scored from (lineage.json)."""
-    from releval.io import sha256_file
-
     lineage = Path(reports) / "lineage.json"
     if not lineage.exists():
         return
@@ -251,34 +187,21 @@ class Sources:
         self.qrels_format, self.run_format = qrels_format, run_format
         self._at: dict[str, Reports] = {}
 
-    @classmethod
-    def from_args(cls, args: argparse.Namespace) -> Sources:
-        """The sources named by :func:`add_source_arguments`' options."""
-        return cls(
-            args.reports,
-            args.qrels,
-            args.queries,
-            args.runs_root,
-            args.judgments_meta,
-            args.qrels_format,
-            args.run_format,
-        )
-
     @cached_property
     def current(self) -> Reports | None:
         folder = Path(self.reports)
         if not (folder / "metrics.json").exists() or not (folder / "per_query.parquet").exists():
             return None
-        return read_reports(folder)
+        return _read_reports(folder)
 
     def current_or_fail(self) -> Reports:
         if self.current is None:
-            return read_reports(self.reports)  # raises, naming the missing file
+            return _read_reports(self.reports)  # raises, naming the missing file
         return self.current
 
     def at(self, rev: str) -> Reports:
         if rev not in self._at:
-            self._at[rev] = read_reports_at(rev, self.reports)
+            self._at[rev] = _read_reports_at(rev, self.reports)
         return self._at[rev]
 
     @cached_property
@@ -309,15 +232,15 @@ class Sources:
             contract["judgments_sha256"] = judgments.get("source_sha256", contract.get("judgments_sha256"))
         return contract
 
-    def resolve(self, ref: str) -> compare.Side:
+    def resolve(self, ref: str) -> Side:
         if Path(ref).is_file() or (Path(ref) / "run.parquet").is_file():
             doc_run = read_run_file(ref, self.run_format)
             contract = self.run_contract()
-            evaluation = compare.score_run(doc_run, self.qrels, contract)
+            evaluation = scoring.score_recorded(doc_run, self.qrels, contract)
             per_query = scoring.with_condensed(evaluation, doc_run, self.qrels).with_columns(
                 pl.col("query_id").cast(pl.Utf8)
             )
-            return compare.Side(ref, f"run file {ref} scored against {self.qrels_path}", contract, per_query, doc_run)
+            return Side(ref, f"run file {ref} scored against {self.qrels_path}", contract, per_query, doc_run)
         current = self.current
         if current is not None and ref in current.config_ids():
             return current.side(ref, ref)
@@ -336,7 +259,7 @@ class Sources:
         root = Path(self.runs_root)
         return runs.find_runs(root) if root.exists() else []
 
-    def run_for(self, side: compare.Side) -> pl.DataFrame:
+    def run_for(self, side: Side) -> pl.DataFrame:
         """The side's document-level run: the run file itself, or the run folder of a
         configuration of the working tree's reports (found by run.json config_id)."""
         if side.run is not None:
@@ -351,7 +274,7 @@ class Sources:
         for run_dir in self.run_dirs():
             meta = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
             if meta.get("config_id") == side.ref:
-                warn_if_changed(self.reports, side.ref, run_dir)
+                _warn_if_changed(self.reports, side.ref, run_dir)
                 return scoring.document_run(runs.read_run(run_dir)[0]).select(
                     pl.col("query_id").cast(pl.Utf8), pl.col("doc_id").cast(pl.Utf8), "score"
                 )
@@ -364,22 +287,20 @@ class Sources:
 # --------------------------------------------------------------------------- one pair
 
 
-def metric_and_secondary(
+def _metric_and_secondary(
     metric: str | None,
     secondary: str | None,
     contract: dict[str, Any],
-    baseline: compare.Side,
-    candidate: compare.Side,
+    baseline: Side,
+    candidate: Side,
 ) -> tuple[str, list[str]]:
     """The metric decided on (given, else the contract's primary) and the secondaries (comma-separated
-    text given, else :data:`~releval.measurement.compare.DEFAULT_SECONDARY` where both sides scored them)."""
+    text given, else :data:`~releval.measurement.pair.DEFAULT_SECONDARY` where both sides scored them)."""
     chosen = metric or contract.get("primary") or "ndcg@10"
     if secondary is not None:
         others = [m.strip() for m in secondary.split(",") if m.strip()]
     else:
-        others = [
-            m for m in compare.DEFAULT_SECONDARY if m in baseline.per_query.columns and m in candidate.per_query.columns
-        ]
+        others = [m for m in DEFAULT_SECONDARY if m in baseline.per_query.columns and m in candidate.per_query.columns]
     return chosen, others
 
 
@@ -394,13 +315,13 @@ def pair_report(
     seed: int = 0,
     min_judged: float | None = None,
     max_judged_gap: float | None = None,
-) -> compare.PairReport:
+) -> PairReport:
     """Paired comparison of two references (see the module docstring), its coverage read under the
     baseline contract's coverage terms with ``min_judged``/``max_judged_gap`` replacing them when given."""
     baseline = sources.resolve(baseline_ref)
     candidate = sources.resolve(candidate_ref)
-    chosen, others = metric_and_secondary(metric, secondary, baseline.contract, baseline, candidate)
-    return compare.compare_sides(
+    chosen, others = _metric_and_secondary(metric, secondary, baseline.contract, baseline, candidate)
+    return compare_sides(
         baseline,
         candidate,
         chosen,
@@ -419,14 +340,14 @@ def sealed_must_never_break(sources: Sources) -> list[str]:
     queries = sources.queries
     if queries is None or "split" not in queries.columns:
         return []
-    return compare.must_never_break_ids(queries.filter(pl.col("split") == "holdout"))
+    return must_never_break_ids(queries.filter(pl.col("split") == "holdout"))
 
 
-def broken_must_never_break(sources: Sources, report: compare.PairReport, top_n: int) -> list[compare.Broken]:
+def broken_must_never_break(sources: Sources, report: PairReport, top_n: int) -> list[Broken]:
     """The must-never-break queries (flagged in the queries) the candidate's run breaks at ``top_n``;
     sealed holdout queries are left out (:func:`sealed_must_never_break`)."""
     sealed = set(sealed_must_never_break(sources))
-    flagged = [q for q in compare.must_never_break_ids(sources.queries) if q not in sealed]
+    flagged = [q for q in must_never_break_ids(sources.queries) if q not in sealed]
     if not flagged:
         return []
     try:
@@ -434,7 +355,7 @@ def broken_must_never_break(sources: Sources, report: compare.PairReport, top_n:
     except InputError as exc:
         raise InputError(f"{len(flagged)} must-never-break queries need the candidate's run: {exc}") from None
     contract = report.candidate.contract
-    return compare.must_never_break(
+    return must_never_break(
         flagged,
         sources.qrels,
         run,
@@ -447,14 +368,12 @@ def broken_must_never_break(sources: Sources, report: compare.PairReport, top_n:
 # --------------------------------------------------------------------------- the grid
 
 
-def grid_baseline(configs: list[str], chosen: str | None, params: str | Path) -> str:
+def _grid_baseline(configs: list[str], chosen: str | None, params: str | Path) -> str:
     """The baseline given, else params.yaml's grid.baseline when it was scored, else the first."""
     if chosen:
         return chosen
     params = Path(params)
     if params.exists():
-        from releval.config import load_params
-
         baseline = (load_params(params).get("grid") or {}).get("baseline")
         if baseline in configs:
             return baseline
@@ -466,7 +385,7 @@ def grid_baseline(configs: list[str], chosen: str | None, params: str | Path) ->
     return configs[0]
 
 
-def threshold_means(
+def _threshold_means(
     sources: Sources,
     reports: Reports,
     configs: list[str],
@@ -474,8 +393,8 @@ def threshold_means(
     contract: dict[str, Any],
     thresholds: Sequence[int],
 ) -> dict[int, dict[str, float] | None] | None:
-    """Re-score every configuration's run at each relevance threshold (:func:`compare.threshold_means`);
-    None if runs are missing.
+    """Re-score every configuration's run at each relevance threshold
+    (:func:`releval.measurement.grid.threshold_means`); None if runs are missing.
 
     Only the queries the reports scored take part (the sealed holdout stays sealed), so the
     grade >= rel_threshold row reproduces the reported means."""
@@ -496,14 +415,14 @@ def threshold_means(
         return None
     doc_runs = {}
     for config_id in configs:
-        warn_if_changed(sources.reports, config_id, found[config_id])
+        _warn_if_changed(sources.reports, config_id, found[config_id])
         scored_ids = reports.per_query.filter(pl.col("config_id") == config_id)["query_id"].cast(pl.Utf8).to_list()
         doc_runs[config_id] = scoring.document_run(runs.read_run(found[config_id])[0], scored_ids)
     scored_qrels = holdout.restrict(sources.qrels, reports.per_query["query_id"].cast(pl.Utf8).unique().to_list())
-    return compare.threshold_means(doc_runs, scored_qrels, contract, metric, thresholds)
+    return threshold_means(doc_runs, scored_qrels, contract, metric, thresholds)
 
 
-def parse_thresholds(text: str) -> list[int]:
+def _parse_thresholds(text: str) -> list[int]:
     """Relevance thresholds from comma-separated text; empty text gives none."""
     return [int(t) for t in text.split(",") if t.strip()]
 
@@ -520,9 +439,9 @@ def grid_report(
     spread_width: float = 0.01,
     min_judged: float | None = None,
     max_judged_gap: float | None = None,
-) -> compare.GridReport:
+) -> GridReport:
     """Every configuration of the working tree's reports against one baseline (see
-    :func:`releval.measurement.compare.compare_grid`), with the winner re-scored at each
+    :func:`releval.measurement.grid.compare_grid`), with the winner re-scored at each
     relevance threshold in ``thresholds`` (comma-separated; '' skips), coverage read under the
     contract's terms with ``min_judged``/``max_judged_gap`` replacing them when given."""
     reports = sources.current_or_fail()
@@ -531,9 +450,9 @@ def grid_report(
     if not configs:
         raise InputError("no configurations", file=f"{reports.where}/per_query.parquet")
     chosen = metric or contract.get("primary") or "ndcg@10"
-    baseline = grid_baseline(configs, baseline, params)
-    means = threshold_means(sources, reports, configs, chosen, contract, parse_thresholds(thresholds))
-    return compare.compare_grid(
+    baseline = _grid_baseline(configs, baseline, params)
+    means = _threshold_means(sources, reports, configs, chosen, contract, _parse_thresholds(thresholds))
+    return compare_grid(
         reports.per_query.with_columns(pl.col("query_id").cast(pl.Utf8)),
         baseline,
         chosen,

@@ -47,6 +47,10 @@ MIN_SLICE_QUERIES = 10
 NO_VERDICT = "too few queries"
 # Query counts beyond this are not a plan: the power answer says "more than" instead.
 MAX_QUERIES = 10**9
+# An observed difference below this share of the smallest one the queries resolve counts as about
+# zero: detecting it would take over (1 / 0.25)^2 = 16 times the queries, so what the queries do
+# resolve is the useful figure.
+ABOUT_ZERO_SHARE = 0.25
 
 # The verdict of a comparison whose sides are not judged deeply or evenly enough to be told
 # apart: unjudged documents count as grade 0, so the less-judged side is punished for being
@@ -496,21 +500,6 @@ def minimum_detectable_difference(sd: float, n: int, alpha: float = 0.05, power:
     )
 
 
-def power_answer(
-    sd: float, delta: float | None = None, n: int | None = None, alpha: float = 0.05, power: float = 0.8
-) -> str:
-    """One sentence: the queries needed to detect ``delta``, or (given ``n``) the smallest mean
-    difference ``n`` queries resolve, with the setting it assumes."""
-    setting = f"sd {sd:g}, alpha {alpha:g}, power {power:g}, two-sided paired t-test"
-    if delta is not None:
-        needed = queries_needed(sd, delta, alpha=alpha, power=power)
-        return f"{needed} queries to detect a mean difference of {abs(delta):g} ({setting})"
-    if n is None:
-        raise InputError("give delta or n", field="delta")
-    smallest = minimum_detectable_difference(sd, n, alpha=alpha, power=power)
-    return f"{smallest:.4g} is the smallest mean difference {n} queries resolve ({setting})"
-
-
 @dataclass(frozen=True)
 class PowerFigure:
     """What would settle a comparison: `releval power` run on its own per-query differences."""
@@ -530,27 +519,22 @@ class PowerFigure:
             return None
         return f"releval power --sd {self.sd:.4g} --delta {abs(self.mean_difference):.4g}"
 
-    def sentence(self) -> str:
-        """One sentence a reader can act on (alpha and power as set)."""
-        if self.sd is None:
-            return f"{self.n_queries} quer{'y' if self.n_queries == 1 else 'ies'}: no spread to plan from"
-        head = f"SD of per-query differences {self.sd:.4f}"
-        if self.sd == 0.0:
-            return f"{head}: every query moves by the same amount, nothing more to settle"
-        if self.beyond_max:
-            needed = (
-                f"more than {MAX_QUERIES:,} queries would be needed to detect a true difference of the observed "
-                f"size {abs(self.mean_difference):.2g}"
-            )
-        elif self.queries_needed is None:
-            needed = "no observed difference to detect"
-        else:
-            needed = (
-                f"{self.queries_needed} queries would detect a true difference of the observed size "
-                f"{abs(self.mean_difference):.4f} with {self.power:.0%} power at alpha {self.alpha:g} "
-                f"(`{self.command()}`)"
-            )
-        return f"{head}; {needed}; these {self.n_queries} queries resolve {self.resolvable:.4f}"
+    @property
+    def about_zero(self) -> bool:
+        """The observed difference is about zero next to the smallest the queries resolve (:data:`ABOUT_ZERO_SHARE`)."""
+        if self.resolvable is None:
+            return False
+        return self.beyond_max or abs(self.mean_difference) < ABOUT_ZERO_SHARE * self.resolvable
+
+    @property
+    def needs_more_queries(self) -> bool:
+        """The queries are too few for the difference seen: it is about zero, or detecting a true
+        difference of its size at the figure's power takes more queries than there are."""
+        if self.sd is None or self.sd == 0.0 or self.resolvable is None:
+            return False
+        if self.about_zero:
+            return True
+        return self.queries_needed is not None and self.queries_needed > self.n_queries
 
     def to_dict(self) -> dict:
         return {**asdict(self), "command": self.command()}

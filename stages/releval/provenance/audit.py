@@ -66,15 +66,20 @@ from typing import Any
 
 import polars as pl
 
-from releval import config, io
+import releval
+from releval import config, io, paths
+from releval.errors import InputError
+from releval.inputs.corpus import read_corpus, read_queries
+from releval.inputs.schemas import load_queries
+from releval.judging.judgments import active_judgments
 from releval.measurement import holdout, operations, scoring
 from releval.measurement.metrics import contract_from_params
-from releval.retrieval.chunking import titles_term
-from releval.provenance import archive, revisions
-from releval.retrieval import runs
-from releval.errors import InputError
-from releval import paths
 from releval.progress import progress
+from releval.provenance import archive, revisions
+from releval.reporting.archive_reports import build_archive_reports
+from releval.reporting.markdown import grid_markdown, table_quality_metrics
+from releval.retrieval import runs
+from releval.retrieval.chunking import titles_term
 
 PACKAGES = (
     "releval",
@@ -472,10 +477,6 @@ def rebuilt_tables(root: str | Path) -> dict[str, Any]:
     judgments, computed here, in this process, with the releval code doing the audit: the
     audited repository's own code (its stage scripts, its copy of the package) is never
     imported or run. Paths in params.yaml are relative to ``root``."""
-    from releval.inputs.corpus import read_corpus, read_queries
-    from releval.inputs.schemas import load_queries
-    from releval.judging.judgments import active_judgments
-
     root = Path(root)
     params_file = root / paths.PARAMS
     if not params_file.exists():
@@ -1754,8 +1755,6 @@ class AllAudit:
         return links
 
     def _grid_markdown(self, truth: Mapping[str, Any], results: Mapping[str, Any]) -> str:
-        from releval.reporting.markdown import grid_markdown, table_quality_metrics
-
         metrics = list(self.metric_cfg["metrics"])
         return grid_markdown(
             {cid: dict(r) for cid, r in results.items()},
@@ -1806,10 +1805,12 @@ class AllAudit:
     def _report_links(self, truth: dict[str, Any], report_md: str, observations_file: str) -> list[Link]:
         """report.md and observations.json rebuilt as the report stage builds them from the
         verified numbers and the recorded card (card.json: its id checked against its content)."""
-        from releval.measurement import compare
+        # Rendering report.md again imports the statistics and scipy (0.8 s): only `audit --all` pays for it.
+        from releval.measurement.pair import query_slices
+        from releval.measurement.report_figures import report_figures
         from releval.provenance import card as cards
         from releval.reporting import evaluation_report as er
-        from releval.reporting import plots
+        from releval.reporting.report_md import report_markdown
 
         card_file = self.report_file(paths.CARD)
         try:
@@ -1847,7 +1848,7 @@ class AllAudit:
         scored = holdout.scored_queries(queries, contract, source=QUERIES_FILE)
         scored_ids = scored["query_id"].to_list()
         judgments = self.judgments_meta()
-        slices = compare.query_slices(scored) | er.human_only_slice(judgments, scored_ids)
+        slices = query_slices(scored) | er.human_only_slice(judgments, scored_ids)
         lineage = {cid: self.true_lineage(cid) for cid in order}
         run_metas = {cid: dict(self.rescored[cid].meta or {}) for cid in order}
         warnings = er.configuration_warnings(configs, run_metas, contract)
@@ -1882,27 +1883,32 @@ class AllAudit:
 
         def render() -> str:
             baseline = er.baseline_config(self.params or {}, order)
-            scored_qrels = holdout.restrict(qrels, scored_ids)
-            doc_runs = {cid: self.rescored[cid].doc_run for cid in order}
-            intervals = plots.interval_table(per_query, primary, order, options["resamples"], options["seed"])
-            return er.report_markdown(
+            figures = report_figures(
+                per_query,
+                contract,
+                order,
+                scored,
+                {cid: self.rescored[cid].doc_run for cid in order},
+                qrels,
+                holdout.restrict(qrels, scored_ids),
+                baseline,
+                primary,
+                int(card["corpus"]["documents"]),
+                resamples=options["resamples"],
+                seed=options["seed"],
+                worst=options["worst"],
+            )
+            return report_markdown(
                 card,
                 cards.rank_observations(observations, [card], primary),
-                intervals,
+                figures,
                 configs,
                 contract,
-                per_query,
-                scored,
-                qrels,
                 baseline,
                 primary,
                 warnings,
                 resamples=options["resamples"],
                 seed=options["seed"],
-                worst=options["worst"],
-                threshold_means=compare.threshold_means(doc_runs, scored_qrels, contract, primary)
-                if len(order) > 1
-                else None,
                 reports=self.folder,
             )
 
@@ -1935,8 +1941,6 @@ class AllAudit:
 
     def _history_links(self) -> list[Link]:
         """history and the IDCG/score change tables as the rescore stage builds them from the archive."""
-        from releval.reporting.archive_reports import build_archive_reports
-
         files = self.inputs.files
         judgments = self.judgments_meta()
         source = judgments.get("source")
@@ -2161,8 +2165,6 @@ def _frame_difference(recorded: pl.DataFrame, expected: pl.DataFrame, keys: Sequ
 def other_code(lock: Mapping[str, Any], stage: str) -> list[str]:
     """The code files a stage recorded in dvc.lock (its deps under stages/) whose md5 differs from
     the file of the releval checkout doing the audit: empty when this code is the code that ran."""
-    import releval
-
     code_root = Path(releval.__file__).resolve().parents[2]  # stages/releval/__init__.py -> the checkout
     differ = []
     for dep in (lock.get(stage) or {}).get("deps") or []:
@@ -2266,8 +2268,6 @@ def auditing_code() -> dict[str, Any]:
     """The code doing the audit: the releval package imported here (the audited tree's own code is
     never imported or run). ``{"path", "commit", "dirty", "version"}``; commit and dirty are None
     for a package that is not in a git checkout."""
-    import releval
-
     package = Path(releval.__file__).resolve().parent
     version = package_versions(("releval",))["releval"]
     top = revisions.git_output(["rev-parse", "--show-toplevel"], package)

@@ -33,7 +33,7 @@ from typing import Any
 
 import polars as pl
 
-from releval.measurement import compare, scoring
+from releval.measurement import pair, scoring
 from releval.errors import InputError, InputErrors
 from releval.measurement.metrics import parse_metric
 from releval import paths
@@ -51,7 +51,7 @@ PROTOCOL_POLICY = (
 )
 
 # Fields of a card that decide whether numbers are comparable (dotted paths into the card).
-# The contract's terms are compared separately with releval.measurement.compare.contract_differences.
+# The contract's terms are compared separately with releval.measurement.pair.contract_differences.
 IDENTITY_FIELDS = (
     "corpus.id",
     "corpus.content_sha256",
@@ -346,7 +346,7 @@ def identity(card: Mapping[str, Any]) -> dict[str, Any]:
     """The card fields that decide comparability, plus the contract terms that change a number."""
     found = {path: _get(card, path) for path in IDENTITY_FIELDS}
     terms = card.get("contract", {}).get("terms", {})
-    found.update({f"contract.{k}": v for k, v in sorted(terms.items()) if k not in compare.IGNORED_CONTRACT_FIELDS})
+    found.update({f"contract.{k}": v for k, v in sorted(terms.items()) if k not in pair.IGNORED_CONTRACT_FIELDS})
     return found
 
 
@@ -365,7 +365,7 @@ def card_differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
             found.append(f"{path}: {_show(ida.get(path))} vs {_show(idb.get(path))}")
     terms_a = a.get("contract", {}).get("terms", {})
     terms_b = b.get("contract", {}).get("terms", {})
-    found += [f"contract.{d}" for d in compare.contract_differences(terms_a, terms_b)]
+    found += [f"contract.{d}" for d in pair.contract_differences(terms_a, terms_b)]
     return found
 
 

@@ -1,9 +1,9 @@
-"""Plots of a scored grid: data tables, Vega-Lite specs, DVC templates, PNGs and an offline page.
+"""Plots of a scored grid: Vega-Lite specs, DVC templates, PNGs and an offline page.
 
-Four plots, each first a plain table (a list of JSON-safe rows) that is written as a DVC plot
-data file, then drawn two ways: a Vega-Lite spec (for `dvc plots show` through the templates in
-dvc_plots/templates/, and for the offline HTML page) and a PNG (matplotlib, Agg canvas, no
-display needed):
+Four plots, each first a plain table (a list of JSON-safe rows, computed by
+:mod:`releval.measurement.plot_tables`) that is written as a DVC plot data file, then drawn two
+ways: a Vega-Lite spec (for `dvc plots show` through the templates in dvc_plots/templates/, and
+for the offline HTML page) and a PNG (matplotlib, Agg canvas, no display needed):
 
 ``ndcg_ci``          the primary metric per configuration with a 95% percentile bootstrap
                      interval over queries (:func:`releval.measurement.stats.bootstrap_means`)
@@ -11,7 +11,8 @@ display needed):
 ``quality_cost``     the primary metric against cost: index size and encoding throughput
 ``difference_hist``  per-query differences, candidate − baseline, one histogram per candidate
 
-Pure: tables and dicts in, rows, specs, bytes and text out; the stage writes the files.
+Pure: tables and dicts in, specs, bytes and text out; nothing here computes a figure; the stage
+writes the files.
 
 `dvc plots show` loads Vega from a CDN by default. dvc_plots/offline.html is an HTML template
 with Vega, Vega-Lite and Vega-Embed inlined (:func:`offline_template`), so the page DVC writes,
@@ -23,19 +24,16 @@ from __future__ import annotations
 import html as _html
 import io
 import json
-import math
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import polars as pl
 
 from releval import paths
-from releval.measurement import compare
-from releval.measurement import stats
 from releval.errors import InputError
+from releval.io import write_text
 
 PLOTS = ("ndcg_ci", "recall_curve", "quality_cost", "difference_hist")
 TEMPLATES = {
@@ -48,113 +46,6 @@ VEGA_LITE_SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"
 # The JavaScript inlined into dvc_plots/offline.html (npm packages; see dvc_plots/README.md).
 VENDORED = {"vega": "5.33.1", "vega-lite": "5.23.0", "vega-embed": "6.29.0"}
 PLACEHOLDERS = ("{plot_divs}", "{refresh_tag}")
-
-
-# --------------------------------------------------------------------------- data tables
-
-
-def _finite(value: Any) -> float | None:
-    if value is None:
-        return None
-    value = float(value)
-    return value if math.isfinite(value) else None
-
-
-def interval_table(
-    per_query: pl.DataFrame,
-    metric: str,
-    configs: Sequence[str] | None = None,
-    n_resamples: int = 10_000,
-    seed: int = 0,
-    confidence: float = 0.95,
-) -> list[dict[str, Any]]:
-    """Mean of ``metric`` per configuration with a percentile bootstrap interval over queries.
-
-    Every configuration sees the same resampled query sets (paired); configurations scored on
-    different queries are refused (:func:`releval.measurement.compare.score_matrix`). Rows best first.
-    """
-    query_ids, configs, matrix = compare.score_matrix(per_query, metric, configs)
-    means = matrix.mean(axis=0)
-    if len(query_ids) >= 2:
-        low, high = stats.percentile_interval(stats.bootstrap_means(matrix, n_resamples, seed), confidence)
-    else:  # one query says nothing about variability
-        low, high = np.full(len(configs), -np.inf), np.full(len(configs), np.inf)
-    rows = [
-        {
-            "config_id": c,
-            "metric": metric,
-            "mean": float(means[i]),
-            "low": _finite(low[i]),
-            "high": _finite(high[i]),
-            "queries": len(query_ids),
-            "confidence": confidence,
-            "resamples": int(n_resamples),
-        }
-        for i, c in enumerate(configs)
-    ]
-    return sorted(rows, key=lambda r: (-r["mean"], r["config_id"]))
-
-
-def recall_curve_table(
-    doc_runs: Mapping[str, pl.DataFrame], qrels: pl.DataFrame, contract, max_k: int = 100
-) -> list[dict[str, Any]]:
-    """recall@k, k = 1..max_k, per configuration, scored by the metric engine under ``contract``.
-
-    ``doc_runs``: config_id -> document-level run (query_id, doc_id, score), already restricted
-    to the scored queries. At k = 100 the values equal metrics.json's recall@100.
-    """
-    from releval.measurement.metrics import evaluate
-
-    if max_k < 1:
-        raise InputError(f"must be >= 1, got {max_k}", field="max_k")
-    names = [f"recall@{k}" for k in range(1, max_k + 1)]
-    rows = []
-    for config_id in sorted(doc_runs):
-        evaluation = evaluate(qrels, doc_runs[config_id].select("query_id", "doc_id", "score"), names, contract)
-        rows += [
-            {"config_id": config_id, "k": k, "recall": float(evaluation.mean[name])}
-            for k, name in enumerate(names, start=1)
-        ]
-    return rows
-
-
-def quality_cost_table(configs: Mapping[str, Mapping[str, Any]], metric: str) -> list[dict[str, Any]]:
-    """``metric`` against cost figures, one row per configuration (metrics.json ``configs``)."""
-    rows = []
-    for config_id, row in sorted(configs.items()):
-        if metric not in row:
-            raise InputError(f"{config_id} has no {metric}", file=paths.METRICS, field=metric)
-        ops = row.get("ops") or {}
-        index_bytes = ops.get("index_bytes")
-        rows.append(
-            {
-                "config_id": config_id,
-                "metric": metric,
-                "quality": float(row[metric]),
-                "index_mb": None if index_bytes is None else round(index_bytes / 1e6, 6),
-            }
-        )
-    return rows
-
-
-def difference_table(
-    per_query: pl.DataFrame, baseline: str, metric: str, configs: Sequence[str] | None = None
-) -> list[dict[str, Any]]:
-    """Per-query ``candidate − baseline`` differences of ``metric`` for every other configuration."""
-    query_ids, configs, matrix = compare.score_matrix(per_query, metric, configs)
-    if baseline not in configs:
-        raise InputError(f"unknown baseline {baseline!r}; known: {', '.join(configs)}", field="baseline")
-    b = configs.index(baseline)
-    rows = []
-    for i, config_id in enumerate(configs):
-        if i == b:
-            continue
-        diff = matrix[:, i] - matrix[:, b]
-        rows += [
-            {"config_id": config_id, "baseline": baseline, "query_id": q, "metric": metric, "difference": float(d)}
-            for q, d in zip(query_ids, diff)
-        ]
-    return rows
 
 
 # --------------------------------------------------------------------------- Vega-Lite
@@ -410,6 +301,7 @@ def dvc_plot_definitions(plots_dir: str = paths.PLOTS, templates_dir: str = path
 
 
 def _figure(width: float, height: float):
+    # matplotlib takes 0.6 s to import: only a PNG pays it (the audit and report.md's renderers import this module)
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -420,7 +312,7 @@ def _figure(width: float, height: float):
 
 def _palette(names: Sequence[str]) -> dict[str, Any]:
     """One colour per configuration, the same in every panel."""
-    from matplotlib import colormaps
+    from matplotlib import colormaps  # as in _figure: only a PNG pays for matplotlib
 
     colours = colormaps["tab10"].colors + colormaps["Dark2"].colors
     return {name: colours[i % len(colours)] for i, name in enumerate(names)}
@@ -593,13 +485,11 @@ def write_assets(scripts_dir: str | Path, out_dir: str | Path = "dvc_plots") -> 
     files of the npm packages at the versions in :data:`VENDORED` (``npm pack vega@5.33.1
     vega-lite@5.23.0 vega-embed@6.29.0``, then unpack).
     """
-    from releval import io as _io
-
     scripts_dir, out_dir = Path(scripts_dir), Path(out_dir)
     scripts = {name: (scripts_dir / f"{name}.min.js").read_text(encoding="utf-8") for name in VENDORED}
-    _io.write_text(out_dir / "offline.html", offline_template(scripts))
+    write_text(out_dir / "offline.html", offline_template(scripts))
     for name, template in dvc_templates().items():
-        _io.write_text(out_dir / "templates" / f"{name}.json", json.dumps(template, indent=2) + "\n")
+        write_text(out_dir / "templates" / f"{name}.json", json.dumps(template, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,132 @@
+"""Every figure report.md shows, computed before it is rendered (:func:`report_figures`).
+
+The report stage (:func:`releval.reporting.evaluation_report.build_report`) and the audit, which
+renders report.md again from the verified numbers, compute them here and hand them to
+:func:`releval.reporting.report_md.report_markdown`, which only writes them down.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+
+from releval.measurement import scoring
+from releval.measurement.grid import GridReport, adopt_grid_verdicts, compare_grid, threshold_means
+from releval.measurement.pair import (
+    DEFAULT_SECONDARY,
+    PairReport,
+    compare_sides,
+    config_side,
+    query_slices,
+    query_texts,
+)
+from releval.measurement.plot_tables import interval_table
+from releval.paths import PER_QUERY
+
+
+@dataclass(frozen=True)
+class WorstQuery:
+    """One of the queries with the lowest mean of the primary metric over the configurations."""
+
+    query_id: str
+    text: Any  # the query's text as the queries hold it ('' when they hold none)
+    relevant: int  # judged documents at the relevance threshold
+    mean: float  # over the configurations
+    baseline: float | None  # the baseline's score; None when it has none
+    best: float  # the best configuration's score
+
+
+@dataclass(frozen=True)
+class ReportFigures:
+    """The statistics report.md shows."""
+
+    intervals: list[dict[str, Any]]  # the primary's bootstrap interval per configuration, best first (the ndcg_ci plot)
+    grid: GridReport | None  # every configuration against the baseline; None: one configuration was scored
+    pairs: dict[str, PairReport]  # each configuration against the baseline, with the grid's verdict on the primary
+    slices: dict[str, int]  # slice name -> scored queries carrying it
+    worst: list[WorstQuery]
+    saturation: dict[str, Any]  # :func:`releval.measurement.scoring.saturation` of the corpus
+
+
+def report_figures(
+    per_query: pl.DataFrame,
+    contract: Mapping[str, Any],
+    configs: Sequence[str],
+    scored: pl.DataFrame,
+    doc_runs: Mapping[str, pl.DataFrame],
+    qrels: pl.DataFrame,
+    scored_qrels: pl.DataFrame,
+    baseline: str,
+    primary: str,
+    documents: int,
+    *,
+    resamples: int,
+    seed: int,
+    worst: int,
+) -> ReportFigures:
+    """The figures of report.md: ``per_query`` (the long per-query table, query ids as text) of the
+    ``configs``, compared on ``primary`` against ``baseline`` with ``resamples`` bootstrap resamples
+    (``seed``), over the ``scored`` queries; ``doc_runs`` (document-level runs over the scored
+    queries) and ``scored_qrels`` re-score the winner at each relevance threshold; ``qrels`` count
+    each worst query's relevant documents; ``documents``: the corpus's size (saturated cutoffs)."""
+    configs = list(configs)
+    intervals = interval_table(per_query, primary, configs, resamples, seed)
+    grid, pairs = None, {}
+    if len(configs) > 1:
+        means = threshold_means(doc_runs, scored_qrels, contract, primary)
+        grid = compare_grid(
+            per_query, baseline, primary, configs, resamples, seed, threshold_means=means, contract=contract
+        )
+        secondary = [m for m in DEFAULT_SECONDARY if m in per_query.columns]
+        base_side = config_side(per_query, baseline, contract, PER_QUERY)
+        compared = {
+            cid: compare_sides(
+                base_side,
+                config_side(per_query, cid, contract, PER_QUERY),
+                primary,
+                secondary,
+                scored,
+                n_resamples=resamples,
+                seed=seed,
+            )
+            for cid in configs
+            if cid != baseline
+        }
+        pairs = adopt_grid_verdicts(compared, grid)
+    return ReportFigures(
+        intervals=intervals,
+        grid=grid,
+        pairs=pairs,
+        slices={name: len(ids) for name, ids in query_slices(scored).items()},
+        worst=_worst_queries(per_query, scored, qrels, contract, baseline, primary, worst),
+        saturation=scoring.saturation(contract["metrics"], documents),
+    )
+
+
+def _worst_queries(
+    per_query: pl.DataFrame,
+    scored: pl.DataFrame,
+    qrels: pl.DataFrame,
+    contract: Mapping[str, Any],
+    baseline: str,
+    primary: str,
+    worst: int,
+) -> list[WorstQuery]:
+    """The ``worst`` queries by their mean ``primary`` over the configurations (ties by query id)."""
+    texts = query_texts(scored)
+    relevant = qrels.filter(pl.col("grade") >= int(contract.get("rel_threshold", 1))).group_by("query_id").len()
+    relevant = dict(relevant.iter_rows())
+    hardest = (
+        per_query.group_by("query_id")
+        .agg(pl.col(primary).mean().alias("mean"), pl.col(primary).max().alias("best"))
+        .sort(["mean", "query_id"])
+        .head(worst)
+    )
+    base_scores = dict(per_query.filter(pl.col("config_id") == baseline).select("query_id", primary).iter_rows())
+    return [
+        WorstQuery(query_id, texts.get(query_id, ""), relevant.get(query_id, 0), mean, base_scores.get(query_id), best)
+        for query_id, mean, best in hardest.iter_rows()
+    ]
