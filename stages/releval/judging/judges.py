@@ -6,7 +6,16 @@
                       must be that grade alone (``"2"``): anything else is a failure, never a guess.
 ``kind: similarity``  the cosine of the query's and the document's vectors under a releval model
                       config, loaded offline as the pipeline loads it; one grade up per threshold
-                      reached. A weak judge that runs anywhere.
+                      reached. A weak judge that runs anywhere. It proposes no evidence spans.
+
+Evidence spans. When the set's rubric has a rule on evidence spans (a heading naming them:
+:func:`has_span_rule`, as ``data/judgments/RUBRIC-v4.md`` has), the prompt says so and the answer
+may be, besides the grade alone, one JSON object ``{"grade": 2, "evidence": [{"quote": "exact
+text", "occurrence": 2}]}`` (:func:`parse_reply`; a quote may also be a bare string; one ```json
+fence around the object is allowed). The grade decides whether the answer parses, the quotes never:
+a quote that is not a quote (:attr:`Reply.malformed`) is left out, and where a quote lies is
+decided against the document's text by :func:`releval.judging.model_judge.placed_evidence`.
+Without a span rule the prompt is the grade-only prompt, byte for byte, and only a grade parses.
 
 A judge's annotator id is ``model:<name>@<12 hex>`` (:func:`annotator_identity`): sha256 of its
 prompt template and of the config fields that change a grade, so that another model, prompt,
@@ -45,6 +54,24 @@ search query, following this rubric exactly.
 {rubric}
 
 Reply with the grade alone: a single integer, one of {grades}. No other words, no punctuation, no explanation."""
+
+# The reply paragraph of a rubric with a span rule (has_span_rule) replaces SYSTEM_TEMPLATE's last one.
+SPANS_SYSTEM_TEMPLATE = """You are a relevance judge. Grade how useful one document is to the person who typed one \
+search query, following this rubric exactly.
+
+{rubric}
+
+Reply with the grade alone: a single integer, one of {grades}. Or, when the grade is {span_grade} or more and the \
+rubric's rule on evidence spans gives the pair a span, reply with one JSON object and nothing else: \
+{{"grade": <the grade>, "evidence": [{{"quote": "<exact text>"}}]}}. Each quote is copied character for character \
+from the document text (never the title), at most {max_spans}, the most important first; add "occurrence": n \
+(1 = the first) to a quote whose text occurs more than once in the document text. No other words, no explanation."""
+
+SPAN_MIN_GRADE = 1  # spans go with grades >= 1 (releval.inputs.schemas: never on grade 0)
+MAX_SPANS = 3  # per judged pair, as the rubric's span rule says
+MIN_SPAN_TOKENS = 512  # the least max_tokens of a judge asked for quotes: three passages of a few sentences
+_SPAN_RULE = re.compile(r"(?im)^\s{0,3}#{1,6}\s.*\bevidence spans?\b")
+_FENCED = re.compile(r"```(?:json)?[ \t]*\n?(.*?)\n?[ \t]*```", re.S)
 
 USER_TEMPLATE = """Query: {query}
 
@@ -189,10 +216,26 @@ def grades_text(scale: Sequence[int]) -> str:
     return grades[0] if len(grades) == 1 else ", ".join(grades[:-1]) + " or " + grades[-1]
 
 
+def has_span_rule(rubric: str) -> bool:
+    """Whether a rubric has a rule on evidence spans: a Markdown heading naming them."""
+    return bool(_SPAN_RULE.search(rubric))
+
+
+def system_prompt(rubric: str, scale: Sequence[int]) -> str:
+    """The system message: the grade-only one, or, for a rubric with a span rule, the one that also
+    asks for quoted evidence (:data:`SPANS_SYSTEM_TEMPLATE`)."""
+    grades = grades_text(scale)
+    if not has_span_rule(rubric):
+        return SYSTEM_TEMPLATE.format(rubric=rubric.strip(), grades=grades)
+    return SPANS_SYSTEM_TEMPLATE.format(
+        rubric=rubric.strip(), grades=grades, span_grade=SPAN_MIN_GRADE, max_spans=MAX_SPANS
+    )
+
+
 def prompt_template(rubric: str, scale: Sequence[int]) -> str:
     """The whole prompt with the per-pair fields left as placeholders: what the prompt hash covers."""
     grades = grades_text(scale)
-    system = SYSTEM_TEMPLATE.format(rubric=rubric.strip(), grades=grades)
+    system = system_prompt(rubric, scale)
     user = USER_TEMPLATE.replace("{grades}", grades)
     return f"[system]\n{system}\n[user]\n{user}"
 
@@ -203,7 +246,7 @@ def build_messages(
     grades = grades_text(scale)
     text = pair.text if max_document_chars is None else pair.text[:max_document_chars]
     return [
-        {"role": "system", "content": SYSTEM_TEMPLATE.format(rubric=rubric.strip(), grades=grades)},
+        {"role": "system", "content": system_prompt(rubric, scale)},
         {
             "role": "user",
             "content": USER_TEMPLATE.format(query=pair.query, title=pair.title, text=text, grades=grades),
@@ -219,6 +262,60 @@ def parse_grade(answer: str, scale: Sequence[int]) -> int | None:
         return None
     grade = int(stripped)
     return grade if grade in set(scale) else None
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A parsed answer: the grade (None: a failure), the quotes proposed as evidence (each
+    ``{"quote": str}`` with an ``occurrence`` when given), and how many evidence items were no quote."""
+
+    grade: int | None
+    quotes: tuple[dict[str, Any], ...] = ()
+    malformed: int = 0
+
+
+def parse_reply(answer: str, scale: Sequence[int], spans: bool = False) -> Reply:
+    """An answer that is the grade alone (:func:`parse_grade`), or, when ``spans`` (the rubric has a
+    span rule), one JSON object ``{"grade": g, "evidence": [...]}`` (alone, or in one ```json fence)
+    whose keys are those two and whose grade is an integer of the scale. Anything else has no grade.
+    An evidence item is a quote (a non-blank string, or ``{"quote": s}`` with an optional integer
+    ``occurrence`` >= 1); any other item, or an ``evidence`` that is not a list, is counted in
+    ``malformed`` and left out: a bad quote never costs the grade."""
+    grade = parse_grade(answer, scale)
+    if grade is not None or not spans:
+        return Reply(grade)
+    text = answer.strip()
+    fenced = _FENCED.fullmatch(text)
+    try:
+        document = json.loads(fenced.group(1) if fenced else text)
+    except (ValueError, RecursionError):
+        return Reply(None)
+    if not isinstance(document, dict) or "grade" not in document or set(document) - {"grade", "evidence"}:
+        return Reply(None)
+    grade = document["grade"]
+    if isinstance(grade, bool) or not isinstance(grade, int) or grade not in set(scale):
+        return Reply(None)
+    raw = document.get("evidence")
+    if raw is None:
+        return Reply(grade)
+    if not isinstance(raw, list):
+        return Reply(grade, (), 1)
+    quotes, malformed = [], 0
+    for item in raw:
+        item = {"quote": item} if isinstance(item, str) else item
+        occurrence = item.get("occurrence") if isinstance(item, dict) else None
+        good = (
+            isinstance(item, dict)
+            and set(item) <= {"quote", "occurrence"}
+            and isinstance(item.get("quote"), str)
+            and bool(item["quote"].strip())
+            and (occurrence is None or (type(occurrence) is int and occurrence >= 1))
+        )
+        if good:
+            quotes.append({"quote": item["quote"], **({"occurrence": occurrence} if occurrence else {})})
+        else:
+            malformed += 1
+    return Reply(grade, tuple(quotes), malformed)
 
 
 # --------------------------------------------------------------------------- judges
@@ -255,6 +352,14 @@ class OpenAIJudge:
 
         from releval.judging.judge_client import ChatClient
 
+        tokens = self.config.max_tokens
+        if self.spans and tokens is not None and tokens < MIN_SPAN_TOKENS:
+            raise InputError(
+                f"the set's rubric has a rule on evidence spans, so the judge is asked for quotes, which max_tokens "
+                f"{tokens} would cut (a cut answer has no grade): set max_tokens to {MIN_SPAN_TOKENS} or more, or null",
+                file=self.source,
+                field="max_tokens",
+            )
         key = None
         if self.config.api_key_env:
             key = os.environ.get(self.config.api_key_env)
@@ -280,6 +385,11 @@ class OpenAIJudge:
     def template(self) -> str:
         return prompt_template(self.rubric, self.scale)
 
+    @property
+    def spans(self) -> bool:
+        """Whether this judge is asked for evidence quotes (the rubric has a span rule)."""
+        return has_span_rule(self.rubric)
+
     def grading_config(self) -> dict[str, Any]:
         return {"kind": self.kind, **{key: getattr(self.config, key) for key in OpenAIJudgeConfig.GRADING}}
 
@@ -301,7 +411,7 @@ class OpenAIJudge:
             )
         except JudgeEndpointError as exc:
             return Verdict(None, "", f"endpoint: {exc}", answered=False), exc.status
-        grade = parse_grade(answer, self.scale)
+        grade = parse_reply(answer, self.scale, self.spans).grade
         return Verdict(grade, answer, "" if grade is not None else f"unparseable answer {answer[:200]!r}"), None
 
     def grade(
@@ -393,6 +503,7 @@ class SimilarityJudge:
     scale: tuple[int, ...]
     config_path: str
     kind: str = "similarity"
+    spans: bool = False  # a cosine quotes nothing: it proposes no evidence spans
     encoder: Any = None
     model_manifest: dict[str, Any] = field(default_factory=dict)
     _vectors: dict[tuple[str, str], Any] = field(default_factory=dict, repr=False)
