@@ -28,7 +28,8 @@ from releval.commands import judge as judge_command
 from releval.errors import InputError
 from releval.judging import web
 from releval.judging import judge_page
-from releval.judging.judgments import Manifest, doc_lengths, load_version, validate_version
+from releval.judging.judgments import Manifest, doc_lengths, doc_texts, load_version, validate_version
+from releval.measurement.evidence import resolve_spans
 from releval.retrieval import runs
 from support.browser import CHROMIUM, CHROMIUM_FLAGS
 from support.browser import needs_chromium as needs_chromium_for
@@ -49,6 +50,13 @@ DOCS = {
     "list": ("Lists", "list.sort sorts the list in place; sorted returns a new list."),
     "optparse": ("optparse", "The deprecated optparse module: optparse.OptionParser reads options."),
     "sorting": ("Sorting HOW TO", "sorted and list.sort, key functions, stability."),
+    # Evidence spans: characters outside the BMP before the passages (a JavaScript string counts them
+    # twice), HTML that must stay text, a repeated passage (an anchor with an occurrence), lines.
+    "views": (
+        "Dict <views> & \U0001d53c",
+        "Intro \U0001f40d to dict views.\nTo sort a dict by value: sorted(d.items(), key=lambda kv: kv[1]).\n"
+        "<b>&amp;</b> stays text, never HTML.\nsorted(d.items(), key=lambda kv: kv[1]) works on any mapping.\n",
+    ),
 }
 RUBRIC = "Grade 0 to 3: what the user can do with the document.\n"
 CONFIG_IDS = ("bm25/c1", "m1/c1")
@@ -455,13 +463,29 @@ def test_the_command_stops_by_itself_once_the_page_finished_every_pair(project):
 
 
 def grade_all(desk: web.Desk) -> dict[tuple[str, str], tuple[int, str | None]]:
-    """Grade every pair of the desk (notes on some); the rows the set should then hold."""
+    """Grade every pair of the desk (notes on some; an evidence span, the text's first word, on the
+    grades >= 1); the rows the set should then hold."""
     expected = {}
     for i, (query_id, doc_id) in enumerate(desk.pairs):
         notes = f"note {i}" if i % 2 else ""
-        desk.grade(query_id, doc_id, i % 4, notes)
+        spans = [first_word(doc_id)] if i % 4 else []
+        desk.grade(query_id, doc_id, i % 4, notes, evidence=spans)
         expected[(query_id, doc_id)] = (i % 4, notes or None)
     return expected
+
+
+def first_word(doc_id: str) -> dict[str, int]:
+    return {"start": 0, "end": DOCS[doc_id][1].index(" ")}
+
+
+def alice_evidence(set_dir: str) -> dict[tuple[str, str], list[str]]:
+    """Alice's judgments' evidence, each span resolved against the corpus to the characters it covers."""
+    frame = load_version(set_dir).judgments.filter(pl.col("annotator") == "alice")
+    found = {}
+    for row in frame.iter_rows(named=True):
+        text = DOCS[row["doc_id"]][1]
+        found[(row["query_id"], row["doc_id"])] = [text[s:e] for s, e in resolve_spans(text, row["evidence"] or [])]
+    return found
 
 
 # Every write a finish makes, killed: the graded pool half written and before its rename, the version
@@ -484,7 +508,7 @@ def test_a_finish_killed_anywhere_is_completed_by_the_next_with_no_grade_lost_or
     if appends:  # v2 exists: the killed finish appends to it
         desk.finish()
         desk.add("q2", "argparse")  # one more pair, from the search box
-        desk.grade("q2", "argparse", 1, "added")
+        desk.grade("q2", "argparse", 1, "added", evidence=[first_word("argparse")])
         expected[("q2", "argparse")] = (1, "added")
     killed = releval("judge", v2, "--annotator", "alice", "--finish", env={"RELEVAL_FAULT": fault})
     assert killed.returncode == -9, killed.stdout + killed.stderr
@@ -496,6 +520,8 @@ def test_a_finish_killed_anywhere_is_completed_by_the_next_with_no_grade_lost_or
     valid = releval("validate", v2, "--queries", "queries.jsonl", "--corpus", "data/work/docs.parquet")
     assert valid.returncode == 0, valid.stdout + valid.stderr
     assert alice_rows(v2) == expected
+    words = {pair: [DOCS[pair[1]][1].split(" ")[0]] if grade else [] for pair, (grade, _) in expected.items()}
+    assert alice_evidence(v2) == words  # every span once, on the grades >= 1, after the kill as before
     judged = load_version(v2).judgments
     assert judged.height == 1 + len(expected) == judged.unique(["query_id", "doc_id", "annotator"]).height
     again = releval("judge", v2, "--annotator", "alice", "--finish")
@@ -759,3 +785,228 @@ def test_an_annotator_cannot_be_named_after_the_assignment_record():
     with pytest.raises(InputError, match="names the session's assignment record"):
         web.checked_name("assignment", "annotator")
     assert web.checked_name("assignments", "annotator") == "assignments"
+
+
+# --------------------------------------------------------------------------- evidence spans (issue 31, item 3)
+
+VIEWS = DOCS["views"][1]
+SORTED = "sorted(d.items(), key=lambda kv: kv[1])"
+SECOND_SORTED = VIEWS.index(SORTED + " works")  # the second place the anchor occurs
+HTML_LINE = "<b>&amp;</b> stays text, never HTML."
+
+
+def views_desk(project: Path) -> web.Desk:
+    """Alice's desk on the pairs (q1, views), (q2, views), (q3, views): a new v2 of v1."""
+    (project / "views.csv").write_text("query_id,doc_id\nq1,views\nq2,views\nq3,views\n")
+    return web.open_desk("data/judgments/v2", "alice", pool="views.csv", parent="data/judgments/v1")
+
+
+def span_at(quote: str, start: int | None = None) -> dict[str, int]:
+    start = VIEWS.index(quote) if start is None else start
+    return {"start": start, "end": start + len(quote)}
+
+
+def test_spans_are_checked_saved_with_the_grade_kept_on_a_regrade_and_dropped_by_grade_0(project):
+    desk = views_desk(project)
+    pair = ("q1", "views")
+    two = [span_at(SORTED, SECOND_SORTED), span_at(HTML_LINE)]
+    state = desk.grade(*pair, 2, "two places", advance=False, evidence=two)
+    assert state["pair"]["evidence"] == two
+    saved = json.loads(web.session_file("data/judgments/v2", "alice").read_text())["grades"][0]
+    assert saved["evidence"] == [{**span, "quote": VIEWS[span["start"] : span["end"]]} for span in two]
+    assert web.open_desk("data/judgments/v2", "alice").state()["pair"]["evidence"] == two  # a new desk reads them
+    assert desk.grade(*pair, 3, "two places", advance=False)["pair"]["evidence"] == two  # regraded: kept
+    assert desk.grade(*pair, 0, advance=False)["pair"]["evidence"] == []  # grade 0: dropped
+    assert "evidence" not in desk.session.grades[pair]
+    assert desk.grade(*pair, 1, advance=False)["pair"]["evidence"] == []  # and not back
+    # Grade 1 takes spans (the rubric: a grade-1 pair where one passage points the way).
+    assert desk.grade(*pair, 1, advance=False, evidence=[span_at("dict views")])["pair"]["evidence"]
+
+    length = len(VIEWS)
+    refused = {
+        "a span on grade 0": (0, [span_at("dict views")], "grades of 1 or more, not 0"),
+        "four spans": (2, [span_at(w) for w in ("Intro", "dict", "value", "never")], "at most 3"),
+        "past the end": (2, [{"start": 3, "end": length + 1}], f"<= {length}"),
+        "empty": (2, [{"start": 3, "end": 3}], "start < end"),
+        "negative": (2, [{"start": -1, "end": 3}], "0 <= start"),
+        "blanks": (2, [{"start": VIEWS.index("\n"), "end": VIEWS.index("\n") + 1}], "only blanks"),
+        "overlapping": (2, [span_at("dict views"), span_at("views")], "overlaps evidence[0]"),
+        "a boolean": (2, [{"start": True, "end": 3}], "evidence[0].start"),
+        "a quote": (2, [{"quote": "dict views"}], 'expected {"start": S, "end": E}'),
+        "not a list": (2, {"start": 0, "end": 3}, "expected a list of spans"),
+    }
+    before = web.session_file("data/judgments/v2", "alice").read_bytes()
+    for name, (grade, evidence, message) in refused.items():
+        with pytest.raises(InputError, match=re.escape(message)):
+            desk.grade(*pair, grade, evidence=evidence)
+        assert web.session_file("data/judgments/v2", "alice").read_bytes() == before, name  # nothing saved
+
+
+def test_the_server_refuses_bad_spans_in_one_line_and_the_finish_writes_anchors_that_resolve_exactly(project):
+    desk = views_desk(project)
+    server, url = serve(desk)
+    try:
+        status, said = call(
+            url, "api/grade", {"query_id": "q1", "doc_id": "views", "grade": 0, "evidence": [span_at("dict")]}
+        )
+        assert status == 400 and "\n" not in said["error"] and "grades of 1 or more" in said["error"]
+        spans = [span_at(SORTED, SECOND_SORTED), span_at(HTML_LINE), span_at("dict views")]
+        assert call(url, "api/grade", {"query_id": "q1", "doc_id": "views", "grade": 2, "evidence": spans})[0] == 200
+        assert (
+            call(url, "api/grade", {"query_id": "q2", "doc_id": "views", "grade": 1, "evidence": spans[:1]})[0] == 200
+        )
+        assert call(url, "api/grade", {"query_id": "q3", "doc_id": "views", "grade": 0})[0] == 200
+        assert call(url, "api/finish", {})[0] == 200
+    finally:
+        server.shutdown()
+    lines = [json.loads(line) for line in Path("data/judgments/v2/judgments.jsonl").read_text().splitlines()]
+    evidence = {(r["query_id"], r["doc_id"]): r.get("evidence") for r in lines if r["annotator"] == "alice"}
+    assert evidence == {
+        ("q1", "views"): [{"quote": SORTED, "occurrence": 2}, {"quote": HTML_LINE}, {"quote": "dict views"}],
+        ("q2", "views"): [{"quote": SORTED, "occurrence": 2}],
+        ("q3", "views"): None,
+    }
+    docs = pl.read_parquet("data/work/docs.parquet")
+    written, problems = validate_version("data/judgments/v2", doc_lengths=doc_lengths(docs), doc_texts=doc_texts(docs))
+    assert problems == []
+    row = written.judgments.filter((pl.col("annotator") == "alice") & (pl.col("query_id") == "q1")).row(0, named=True)
+    assert resolve_spans(VIEWS, row["evidence"]) == [(s["start"], s["end"]) for s in spans]
+    # A grade with other spans is another judgment: not "written already", but a second judgment of the pair.
+    desk.grade("q2", "views", 1, evidence=[span_at("dict views")])
+    with pytest.raises(InputError, match="q2"):
+        desk.finish()
+
+
+def select_in_text(page, start: int, end: int, mouse: bool) -> None:
+    """Select the document text's characters [start, end) (code points): by dragging the mouse from the
+    first character's left edge to the last one's right edge, or by setting a DOM Range."""
+    page.evaluate(
+        """([start, end, mouse]) => {
+            const pane = document.getElementById("doc-text");
+            const text = pane.textContent;
+            const units = (points) => { let i = 0; for (let n = 0; n < points; n++) {
+                i += text.codePointAt(i) > 0xFFFF ? 2 : 1; } return i; };
+            const place = (unit) => {  // (text node, offset) of a UTF-16 offset into the pane's text
+                const walker = document.createTreeWalker(pane, NodeFilter.SHOW_TEXT);
+                let node, at = 0;
+                while ((node = walker.nextNode())) {
+                    if (unit <= at + node.length) { return [node, unit - at]; }
+                    at += node.length;
+                }
+            };
+            const range = document.createRange();
+            range.setStart(...place(units(start)));
+            range.setEnd(...place(units(end)));
+            if (!mouse) { getSelection().removeAllRanges(); getSelection().addRange(range); return; }
+            const rects = range.getClientRects();
+            window.__drag = [rects[0].left + 1, (rects[0].top + rects[0].bottom) / 2,
+                             rects[rects.length - 1].right - 1,
+                             (rects[rects.length - 1].top + rects[rects.length - 1].bottom) / 2];
+        }""",
+        [start, end, mouse],
+    )
+    if mouse:
+        x0, y0, x1, y1 = page.evaluate("window.__drag")
+        page.mouse.click(x0 - 40, y0 - 40)  # nothing selected before the drag
+        page.mouse.move(x0, y0)
+        page.mouse.down()
+        page.mouse.move((x0 + x1) / 2, (y0 + y1) / 2, steps=4)
+        page.mouse.move(x1, y1, steps=4)
+        page.mouse.up()
+
+
+@needs_chromium
+@pytest.mark.slow
+def test_spans_marked_in_a_browser_with_the_mouse_and_the_keyboard_resolve_to_the_selected_characters(project):
+    from playwright.sync_api import sync_playwright
+
+    server, url = serve(views_desk(project))
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        try:
+            page = browser.new_page()
+            page.set_default_timeout(10_000)
+            page.goto(url)
+            page.wait_for_selector("body[data-ready]")
+
+            def on_screen(query_id: str) -> None:
+                page.wait_for_function("p => document.body.dataset.pair === p", arg=f"{query_id}\tviews")
+
+            def spans_shown(expected: list[tuple[int, int]]) -> None:
+                page.wait_for_function(
+                    "s => document.body.dataset.spans === s", arg=",".join(f"{s}-{e}" for s, e in expected)
+                )
+
+            on_screen("q1")
+            # The pane holds the text exactly: its textContent, HTML and astral characters included.
+            assert page.evaluate("document.getElementById('doc-text').textContent") == VIEWS
+            assert page.locator("#doc-text *").count() == 0 and page.inner_text("#doc-title") == DOCS["views"][0]
+            # The mouse: the second occurrence of the anchor (after a character JavaScript counts twice).
+            first = (SECOND_SORTED, SECOND_SORTED + len(SORTED))
+            select_in_text(page, *first, mouse=True)
+            assert page.evaluate("getSelection().toString()") == SORTED
+            page.keyboard.press("e")
+            spans_shown([first])
+            assert page.inner_text("#doc-text mark") == SORTED
+            assert page.evaluate("document.getElementById('doc-text').textContent") == VIEWS  # still exactly
+            second = (VIEWS.index(HTML_LINE), VIEWS.index(HTML_LINE) + len(HTML_LINE))
+            select_in_text(page, second[0] - 1, second[1] + 1, mouse=True)  # with the blanks either side
+            page.click("#add-span")  # the button, this time
+            spans_shown([first, second])
+            assert page.locator("#doc-text mark").all_inner_texts() == [HTML_LINE, SORTED]  # in the text's order
+            page.keyboard.press("2")
+            on_screen("q2")
+            spans_shown([])
+
+            # The keyboard: a selection, e adds it, x removes it, e again, then the grade.
+            word = (VIEWS.index("dict views"), VIEWS.index("dict views") + len("dict views"))
+            select_in_text(page, *word, mouse=False)
+            page.keyboard.press("e")
+            spans_shown([word])
+            page.keyboard.press("x")
+            spans_shown([])
+            page.keyboard.press("e")  # nothing selected any more: said, nothing added
+            page.wait_for_selector("#status.error")
+            select_in_text(page, *word, mouse=False)
+            page.keyboard.press("e")
+            select_in_text(page, word[0] + 5, word[1], mouse=False)  # "views": inside the first span
+            page.keyboard.press("e")
+            page.wait_for_function("document.getElementById('status').textContent.includes('overlaps span 1')")
+            page.keyboard.press("3")
+            on_screen("q3")
+
+            # A grade-1 pair's span, then the grade changed to 0: its span goes.
+            select_in_text(page, 0, len("Intro"), mouse=False)
+            page.keyboard.press("e")
+            page.keyboard.press("1")
+            page.wait_for_selector("#done", state="visible")
+            spans_shown([(0, 5)])
+            page.keyboard.press("0")
+            spans_shown([])
+            page.wait_for_function("document.getElementById('status').textContent.includes('span(s) dropped')")
+            assert page.locator("#doc-text mark").count() == 0
+
+            page.keyboard.press("ArrowLeft")  # back to q2: its span is the server's
+            on_screen("q2")
+            spans_shown([word])
+            assert page.inner_text("#spans").startswith("\u201cdict views\u201d")
+            page.click("#finish")
+            page.wait_for_selector("body[data-finished=v2]")
+        finally:
+            browser.close()
+            server.shutdown()
+
+    assert alice_rows("data/judgments/v2") == {
+        ("q1", "views"): (2, None),
+        ("q2", "views"): (3, None),
+        ("q3", "views"): (0, None),
+    }
+    assert alice_evidence("data/judgments/v2") == {
+        ("q1", "views"): [SORTED, HTML_LINE],
+        ("q2", "views"): ["dict views"],
+        ("q3", "views"): [],
+    }
+    judged = load_version("data/judgments/v2").judgments
+    row = judged.filter((pl.col("query_id") == "q1") & (pl.col("doc_id") == "views")).row(0, named=True)
+    assert resolve_spans(VIEWS, row["evidence"]) == [first, second]  # exactly the selected characters
+    assert row["evidence"][0]["occurrence"] == 2

@@ -1,9 +1,23 @@
 """The judging page (:mod:`releval.judging.web`) as one string: HTML, CSS and JavaScript inline, no
 external asset, so it works offline and the package needs no package data.
 
-It shows what the JSON API gives: the query, the document, the annotator's own grade and notes,
-progress, the rubric and the scale. Keys: a grade's digit grades the pair and moves to the next
-ungraded one; Left/Right go back/skip; "/" focuses the search box; Escape leaves a text field.
+It shows what the JSON API gives: the query, the document, the annotator's own grade, notes and
+evidence spans, progress, the rubric and the scale. Keys: a grade's digit grades the pair and moves
+to the next ungraded one; Left/Right go back/skip; "/" focuses the search box; Escape leaves a text
+field; "e" adds the text selected in the document's text as an evidence span (a mouse selection,
+or one made with Shift and the arrows under the browser's caret browsing, F7), "x" removes the last
+span (each listed span also has a remove button).
+
+Evidence spans are shown as ``<mark>`` elements around text nodes: the document pane holds nothing
+but the document's text, set as text (never HTML), so its ``textContent`` is the text exactly and an
+offset computed from the DOM selection (a Range from the pane's start to the selection's boundary:
+its ``toString()`` length) is an offset into the raw text, never into rendered or escaped HTML. The
+server counts characters as Python does (code points); the page converts to and from JavaScript's
+UTF-16 indices, so a character outside the Basic Multilingual Plane counts one. A selection is cut
+to the document's text (a drag from the title starts at the text's first character) and trimmed of
+blanks at both ends. Spans marked before the pair is graded are sent with its grade (as notes are);
+on a graded pair each change is saved at once; a grade below the span grade sends none (the
+server drops them).
 
 The rubric is Markdown, shown rendered by :func:`render_markdown`: every character of the file is
 HTML-escaped first, then a small subset of Markdown becomes a fixed set of tags without attributes,
@@ -183,6 +197,10 @@ PAGE_HTML = r"""<!doctype html>
   #results .snippet { color: #57606a; font-size: 13px; }
   .muted { color: #57606a; }
   #done { display: none; color: #1a7f37; font-weight: 600; }
+  #doc-text mark { background: #fff1a8; color: inherit; box-shadow: 0 0 0 1px #d4a72c; }
+  #spans { margin: .3em 0; padding-left: 1.6em; font-size: 13px; }
+  #spans li { margin: .2em 0; }
+  #spans button { margin-left: .4em; }
 </style>
 </head>
 <body>
@@ -214,6 +232,12 @@ PAGE_HTML = r"""<!doctype html>
         <button id="skip" title="Right arrow">skip &rarr;</button>
         <button id="finish">finish: write the version</button>
       </div>
+      <div id="evidence">
+        <span class="muted">evidence: select the passage in the document's text, then</span>
+        <button id="add-span" title="e">add the selection (e)</button>
+        <span class="muted" id="span-rule"></span>
+        <ol id="spans"></ol>
+      </div>
       <div id="done">every pair is graded: finish writes the judgment version</div>
       <div id="status"></div>
     </section>
@@ -233,7 +257,117 @@ PAGE_HTML = r"""<!doctype html>
 "use strict";
 let view = null;
 let scale = [];
+let spanRule = { max: 3, min_grade: 1 };
+let spans = [];  // the evidence of the pair on screen: [start, end] character offsets, as the server counts them
 const $ = (id) => document.getElementById(id);
+
+// The server counts characters as Python does (code points); a JavaScript string counts UTF-16 units.
+const high = (code) => code >= 0xD800 && code <= 0xDBFF;
+const low = (code) => code >= 0xDC00 && code <= 0xDFFF;
+
+function toUnits(text, points) {
+  let i = 0;
+  for (let n = 0; n < points && i < text.length; n++) {
+    i += high(text.charCodeAt(i)) && low(text.charCodeAt(i + 1)) ? 2 : 1;
+  }
+  return i;
+}
+
+function toPoints(text, units) {
+  return Array.from(text.slice(0, units)).length;
+}
+
+// The document pane: the text as text nodes, each span's characters in a <mark>; nothing else.
+function paint() {
+  const pane = $("doc-text");
+  const text = view && view.pair ? view.pair.text : "";
+  pane.textContent = "";
+  const placed = spans.map(([s, e], i) => [toUnits(text, s), toUnits(text, e), i]).sort((a, b) => a[0] - b[0]);
+  let at = 0;
+  for (const [start, end, i] of placed) {
+    if (start > at) { pane.append(document.createTextNode(text.slice(at, start))); }
+    const mark = document.createElement("mark");
+    mark.dataset.span = String(i + 1);
+    mark.textContent = text.slice(Math.max(start, at), end);
+    pane.append(mark);
+    at = Math.max(at, end);
+  }
+  if (at < text.length) { pane.append(document.createTextNode(text.slice(at))); }
+  const list = $("spans");
+  list.textContent = "";
+  spans.forEach(([s, e], i) => {
+    const item = document.createElement("li");
+    const shown = text.slice(toUnits(text, s), toUnits(text, e)).replace(/\s+/g, " ");
+    item.append(document.createTextNode(`\u201c${shown.length > 90 ? shown.slice(0, 90) + "\u2026" : shown}\u201d`));
+    const remove = document.createElement("button");
+    remove.className = "remove-span";
+    remove.textContent = "remove";
+    remove.onclick = () => setSpans(spans.filter((_, j) => j !== i));
+    item.append(remove);
+    list.append(item);
+  });
+  document.body.dataset.spans = spans.map(([s, e]) => `${s}-${e}`).join(",");
+}
+
+// The selection inside the document's text as [start, end] code-point offsets, or null.
+function selectedSpan() {
+  const selection = window.getSelection();
+  if (!view || !view.pair || !selection || selection.rangeCount === 0 || selection.isCollapsed) { return null; }
+  const pane = $("doc-text");
+  const text = view.pair.text;
+  const range = selection.getRangeAt(0);
+  const whole = document.createRange();
+  whole.selectNodeContents(pane);
+  const offset = (node, at) => {
+    const where = whole.comparePoint(node, at);
+    if (where !== 0) { return where < 0 ? 0 : text.length; }
+    const before = document.createRange();
+    before.setStart(pane, 0);
+    before.setEnd(node, at);
+    return before.toString().length;  // the characters of the text nodes before the point
+  };
+  let start = offset(range.startContainer, range.startOffset);
+  let end = offset(range.endContainer, range.endOffset);
+  while (start < end && /\s/.test(text[start])) { start++; }
+  while (end > start && /\s/.test(text[end - 1])) { end--; }
+  if (start > 0 && low(text.charCodeAt(start)) && high(text.charCodeAt(start - 1))) { start--; }
+  if (end < text.length && low(text.charCodeAt(end)) && high(text.charCodeAt(end - 1))) { end++; }
+  return start < end ? [toPoints(text, start), toPoints(text, end)] : null;
+}
+
+function addSpan() {
+  if (!view || !view.pair) { return; }
+  const found = selectedSpan();
+  if (!found) {
+    say("select the passage in the document's text first (mouse, or Shift+arrows with caret browsing: F7)", true);
+    return;
+  }
+  if (view.pair.grade !== null && view.pair.grade < spanRule.min_grade) {
+    say(`a pair graded ${view.pair.grade} has no evidence: grade it ${spanRule.min_grade} or more first`, true);
+    return;
+  }
+  if (spans.length >= spanRule.max) {
+    say(`at most ${spanRule.max} evidence spans per pair: remove one first (x removes the last)`, true);
+    return;
+  }
+  const clash = spans.findIndex(([s, e]) => found[0] < e && s < found[1]);
+  if (clash >= 0) {
+    say(`the selection overlaps span ${clash + 1}: mark separate passages apart`, true);
+    return;
+  }
+  window.getSelection().removeAllRanges();
+  setSpans([...spans, found]);
+}
+
+function setSpans(next) {
+  spans = next;
+  paint();
+  if (view.pair.grade !== null && view.pair.grade >= spanRule.min_grade) {
+    grade(view.pair.grade, false);  // a graded pair's spans are saved at once, with its grade
+  } else {
+    say(spans.length ? `saved with the grade you give (${spanRule.min_grade} or more)` : "");
+  }
+}
 
 function say(text, isError) {
   $("status").textContent = text || "";
@@ -250,6 +384,9 @@ async function call(path, body) {
 }
 
 function show(next) {
+  const before = view && view.pair;
+  const same = Boolean(before && next.pair && before.query_id === next.pair.query_id &&
+                       before.doc_id === next.pair.doc_id);
   view = next;
   $("progress-all").textContent = `overall ${view.graded} / ${view.total} graded`;
   $("done").style.display = view.done ? "block" : "none";
@@ -264,8 +401,12 @@ function show(next) {
   $("query").textContent = pair.query;
   $("doc-id").textContent = pair.doc_id;
   $("doc-title").textContent = pair.title;
-  $("doc-text").textContent = pair.text;
-  $("doc-text").scrollTop = 0;
+  // Spans marked on an ungraded pair wait for its grade; otherwise the server's are the pair's.
+  const keep = same && pair.grade === null;
+  spans = keep ? spans : (pair.evidence || []).map((s) => [s.start, s.end]);
+  const scrolled = $("doc-text").scrollTop;
+  paint();
+  $("doc-text").scrollTop = same ? scrolled : 0;
   $("notes").value = pair.notes || "";
   for (const button of document.querySelectorAll(".grades button")) {
     button.classList.toggle("chosen", Number(button.dataset.grade) === pair.grade);
@@ -277,15 +418,24 @@ async function act(path, body) {
   try {
     show(await call(path, body));
     say("");
+    return true;
   } catch (error) {
     say(error.message, true);
+    try { show(await call("/api/state")); } catch (ignored) { /* the error is on screen */ }
+    return false;
   }
 }
 
-function grade(value, advance) {
+async function grade(value, advance) {
   if (!view || !view.pair) { return; }
-  return act("/api/grade", { query_id: view.pair.query_id, doc_id: view.pair.doc_id, grade: value,
-                             notes: $("notes").value, advance: advance !== false });
+  const given = value >= spanRule.min_grade ? spans : [];
+  const dropped = spans.length - given.length;
+  const done = await act("/api/grade", {
+    query_id: view.pair.query_id, doc_id: view.pair.doc_id, grade: value, notes: $("notes").value,
+    advance: advance !== false, evidence: given.map(([start, end]) => ({ start, end })),
+  });
+  if (done && dropped) { say(`grade ${value}: its ${dropped} evidence span(s) dropped`); }
+  return done;
 }
 
 async function search(text) {
@@ -352,6 +502,12 @@ document.addEventListener("keydown", (event) => {
   } else if (event.key === "/") {
     event.preventDefault();
     $("search").focus();
+  } else if (event.key === "e") {
+    event.preventDefault();
+    addSpan();
+  } else if (event.key === "x") {
+    event.preventDefault();
+    if (spans.length) { setSpans(spans.slice(0, -1)); }
   }
 });
 
@@ -361,12 +517,16 @@ $("notes").addEventListener("change", () => {
 $("back").onclick = () => act("/api/move", { to: "back" });
 $("skip").onclick = () => act("/api/move", { to: "skip" });
 $("finish").onclick = finish;
+$("add-span").onmousedown = (event) => event.preventDefault();  // the click keeps the selection
+$("add-span").onclick = addSpan;
 $("search-form").onsubmit = (event) => { event.preventDefault(); search($("search").value); };
 
 (async () => {
   try {
     const setup = await call("/api/setup");
     scale = setup.scale;
+    spanRule = setup.spans;
+    $("span-rule").textContent = `(grades ${spanRule.min_grade} and up; at most ${spanRule.max}; x removes the last)`;
     $("who").textContent = `${setup.annotator} judging ${setup.set}`;
     // Rendered by the server from escaped text: render_markdown writes no tag of the file.
     $("rubric").innerHTML = setup.rubric_html;

@@ -16,12 +16,30 @@ search box, the pair on screen and which grades were already imported; it is rew
 (:func:`releval.io.write_json`) after every change, so closing the tab or killing the server loses
 nothing, and restarting continues on the pair that was on screen.
 
+Evidence spans. With a grade of :data:`~releval.judging.judges.SPAN_MIN_GRADE` (1) or more, the
+judge may mark up to :data:`~releval.judging.judges.MAX_SPANS` (3) passages of the document's text
+(never its title) that earn the grade, as the rubric's span rule says (data/judgments/RUBRIC-v4.md:
+every pair graded 2 or 3, a grade-1 pair where one passage points the way): a text selection in the
+document pane, added with the key ``e``, removed with ``x``. The page sends them as half-open
+character offsets into the document's text exactly as the server sent it, counted in code points as
+Python counts them (:meth:`Desk.grade` refuses offsets outside the text, blank or overlapping spans,
+more than three, and any span on a grade below 1); they are saved with the grade, and a grade
+changed to 0 drops them. The session keeps each span's offsets and the text they cover.
+
 Finishing writes the session's graded pairs as a filled pool file
 (``SET_DIR.session/<annotator>.graded.jsonl``, the columns of ``releval pool``) and imports it with
 :func:`releval.judging.pool.import_filled_pool`, the code of ``releval pool --import``: the same
-validation against the set's scale, the queries and the corpus, and a re-sealed manifest. What is
-written is decided by the set itself, not by the session's record of it: a grade is pending unless
-the set holds it (same pair, annotator, grade and notes), so a finish killed anywhere (after the
+validation against the set's scale, the queries and the corpus, and a re-sealed manifest. A grade's
+spans are written as the judgment's ``evidence``, each a quoted anchor computed from its offsets
+(:func:`quote_span`: the exact characters, with an ``occurrence`` when they occur more than once),
+which resolves to exactly those offsets. Anchors rather than offsets, because an anchor is checked
+against the corpus whenever the set is validated against it: an edit of the document that changes
+or removes the passage is an error naming the pair, where offsets would silently cover other
+characters, and an edit elsewhere in the document leaves the anchor valid. The graded pool file
+carries them in an ``evidence`` column, which :func:`import_graded_pool` places in the corpus's
+texts. What is written is decided by the set itself, not by the session's record of it: a grade is
+pending unless the set holds it (same pair, annotator, grade, notes and evidence: a grade with other
+spans is another judgment), so a finish killed anywhere (after the
 version was written but before the session said so included) is completed by the next one, with
 no grade lost or written twice. A version killed between the two renames that replace it is put
 back first (:func:`releval.io.restore_replaced_directory`).
@@ -61,9 +79,11 @@ import polars as pl
 
 from releval import io
 from releval.errors import InputError, InputErrors
+from releval.inputs.schemas import EVIDENCE_KEYS, locate_span, quote_places
 from releval.judging import judgments as jmod
 from releval.judging.judge_page import PAGE_HTML, render_markdown
-from releval.judging.pool import POOL_COLUMNS, PoolImport, snippet, write_pool
+from releval.judging.judges import MAX_SPANS, SPAN_MIN_GRADE
+from releval.judging.pool import POOL_COLUMNS, PoolImport, snippet
 
 Pair = tuple[str, str]
 
@@ -302,7 +322,8 @@ class Session:
     """One annotator's work: saved whole after every change."""
 
     annotator: str
-    grades: dict[Pair, dict[str, Any]] = field(default_factory=dict)  # pair -> {"grade": int, "notes": str}
+    # pair -> {"grade": int, "notes": str}, and "evidence": [{"start", "end", "quote"}] when it has spans
+    grades: dict[Pair, dict[str, Any]] = field(default_factory=dict)
     added: list[Pair] = field(default_factory=list)  # documents added from the search box
     cursor: Pair | None = None  # the pair on screen
     imported: set[Pair] = field(default_factory=set)  # grades already written into the set
@@ -311,7 +332,13 @@ class Session:
         return {
             "annotator": self.annotator,
             "grades": [
-                {"query_id": q, "doc_id": d, "grade": g["grade"], "notes": g.get("notes", "")}
+                {
+                    "query_id": q,
+                    "doc_id": d,
+                    "grade": g["grade"],
+                    "notes": g.get("notes", ""),
+                    **({"evidence": [dict(span) for span in g["evidence"]]} if g.get("evidence") else {}),
+                }
                 for (q, d), g in sorted(self.grades.items())
             ],
             "added": [list(pair) for pair in self.added],
@@ -323,14 +350,21 @@ class Session:
     def from_json(cls, document: Mapping[str, Any]) -> "Session":
         return cls(
             annotator=str(document["annotator"]),
-            grades={
-                (str(g["query_id"]), str(g["doc_id"])): {"grade": int(g["grade"]), "notes": str(g.get("notes", ""))}
-                for g in document.get("grades", [])
-            },
+            grades={(str(g["query_id"]), str(g["doc_id"])): _session_grade(g) for g in document.get("grades", [])},
             added=[(str(q), str(d)) for q, d in document.get("added", [])],
             cursor=tuple(document["cursor"]) if document.get("cursor") else None,
             imported={(str(q), str(d)) for q, d in document.get("imported", [])},
         )
+
+
+def _session_grade(given: Mapping[str, Any]) -> dict[str, Any]:
+    grade = {"grade": int(given["grade"]), "notes": str(given.get("notes", ""))}
+    if given.get("evidence"):
+        grade["evidence"] = [
+            {"start": int(span["start"]), "end": int(span["end"]), "quote": str(span["quote"])}
+            for span in given["evidence"]
+        ]
+    return grade
 
 
 def load_session(path: str | Path, annotator: str) -> Session:
@@ -409,6 +443,7 @@ class Desk:
             "scale": [{"grade": g, "label": self.material.scale[g]} for g in sorted(self.material.scale)],
             "rubric": self.material.rubric,
             "rubric_html": render_markdown(self.material.rubric),
+            "spans": {"max": MAX_SPANS, "min_grade": SPAN_MIN_GRADE},
         }
 
     def state(self) -> dict[str, Any]:
@@ -446,12 +481,18 @@ class Desk:
             "text": self._texts[row] or "",
             "grade": given.get("grade"),
             "notes": given.get("notes", ""),
+            "evidence": [{"start": span["start"], "end": span["end"]} for span in given.get("evidence", ())],
         }
         return view
 
     # ---- acting
 
-    def grade(self, query_id: str, doc_id: str, grade: Any, notes: Any = "", advance: bool = True) -> dict[str, Any]:
+    def grade(
+        self, query_id: str, doc_id: str, grade: Any, notes: Any = "", advance: bool = True, evidence: Any = None
+    ) -> dict[str, Any]:
+        """Grade a pair (with notes). ``evidence``: the pair's spans, a list of ``{"start": S, "end": E}``
+        character offsets into its document's text (:meth:`_checked_spans`), replacing those it had;
+        None keeps them, unless the grade is below 1, which drops them."""
         with self._lock:
             pair = self._known_pair(query_id, doc_id)
             if isinstance(grade, bool) or not isinstance(grade, int) or grade not in self.material.scale:
@@ -465,7 +506,12 @@ class Desk:
                     notes.encode("utf-8")
                 except UnicodeEncodeError as exc:
                     raise InputError(f"not text: a lone surrogate at character {exc.start}", field="notes") from None
+            spans = self._checked_spans(pair, grade, evidence)
+            if spans is None:  # kept, where the grade still takes spans
+                spans = self.session.grades.get(pair, {}).get("evidence") if grade >= SPAN_MIN_GRADE else None
             self.session.grades[pair] = {"grade": grade, "notes": notes.strip()}
+            if spans:
+                self.session.grades[pair]["evidence"] = spans
             self.session.imported.discard(pair)  # a changed grade is imported again (and refused if it repeats)
             if advance:
                 following = self._next_ungraded(self._pairs.index(pair))
@@ -557,7 +603,7 @@ class Desk:
                     field="grades",
                 )
             filled = session_dir(self.set_dir) / f"{self.annotator}.graded.jsonl"
-            write_pool(filled, self._filled_pool(pending))
+            write_graded_pool(filled, self._filled_pool(pending))
             result = self.importer(filled)
             self.session.imported = written | set(pending)
             self._save()
@@ -576,19 +622,86 @@ class Desk:
     # ---- internals
 
     def _in_set(self) -> set[Pair]:
-        """The session's grades that the set holds as they are: same pair, annotator, grade and notes."""
+        """The session's grades that the set holds as they are: same pair, annotator, grade, notes and
+        evidence (a grade with other spans is another judgment)."""
         if not self.set_dir.is_dir():
             return set()
         rows = jmod.load_version(self.set_dir).judgments.filter(pl.col("annotator") == self.annotator)
+        if "evidence" not in rows.columns:
+            rows = rows.with_columns(pl.lit(None).alias("evidence"))
         held = {
-            (q, d): (grade, notes or "")
-            for q, d, grade, notes in rows.select("query_id", "doc_id", "grade", "notes").iter_rows()
+            (q, d): (grade, notes or "", evidence_key(evidence))
+            for q, d, grade, notes, evidence in rows.select(
+                "query_id", "doc_id", "grade", "notes", "evidence"
+            ).iter_rows()
         }
         return {
             pair
             for pair, given in self.session.grades.items()
-            if held.get(pair) == (given["grade"], given.get("notes") or "")
+            if pair in held
+            and held[pair] == (given["grade"], given.get("notes") or "", evidence_key(self._quote_spans(pair)))
         }
+
+    def _checked_spans(self, pair: Pair, grade: int, raw: Any) -> list[dict[str, Any]] | None:
+        """The spans a grade request gives (None: it gives none, the pair keeps its own), each
+        ``{"start", "end", "quote"}``: integer offsets, 0 <= start < end <= the text's length in
+        characters, not only blanks, not overlapping another, at most :data:`MAX_SPANS`, and none
+        on a grade below :data:`SPAN_MIN_GRADE`. An InputError names the first span at fault."""
+        if raw is None:
+            return None
+        if not isinstance(raw, list):
+            raise InputError(
+                f'expected a list of spans ({{"start": S, "end": E}}), got {type(raw).__name__}', field="evidence"
+            )
+        if raw and grade < SPAN_MIN_GRADE:
+            raise InputError(
+                f"evidence spans go with grades of {SPAN_MIN_GRADE} or more, not {grade}: grade {grade} drops them",
+                field="evidence",
+            )
+        if len(raw) > MAX_SPANS:
+            raise InputError(f"at most {MAX_SPANS} evidence spans per pair, got {len(raw)}", field="evidence")
+        text = self._texts[self._row[pair[1]]] or ""
+        spans: list[dict[str, Any]] = []
+        for index, item in enumerate(raw):
+            where = f"evidence[{index}]"
+            if not isinstance(item, dict) or set(item) != {"start", "end"}:
+                raise InputError('expected {"start": S, "end": E} (character offsets)', field=where)
+            start, end = item["start"], item["end"]
+            for key, value in (("start", start), ("end", end)):
+                if type(value) is not int:
+                    raise InputError(f"expected an integer character offset, got {value!r:.40}", field=f"{where}.{key}")
+            if not 0 <= start < end <= len(text):
+                raise InputError(
+                    f"expected 0 <= start < end <= {len(text)} (the document text's length in characters), "
+                    f"got start {start}, end {end}",
+                    field=where,
+                )
+            if not text[start:end].strip():
+                raise InputError("the span holds only blanks: select the passage's words", field=where)
+            for other, span in enumerate(spans):
+                if start < span["end"] and span["start"] < end:
+                    raise InputError(
+                        f"overlaps evidence[{other}] ({span['start']}-{span['end']}): mark separate passages apart",
+                        field=where,
+                    )
+            spans.append({"start": start, "end": end, "quote": text[start:end]})
+        return spans
+
+    def _quote_spans(self, pair: Pair) -> list[dict[str, Any]]:
+        """The evidence of a graded pair as the judgment holds it: an anchor per span (:func:`quote_span`).
+        The text under each span must still be the text it covered when it was marked."""
+        text = self._texts[self._row[pair[1]]] or ""
+        spans = []
+        for index, span in enumerate(self.session.grades[pair].get("evidence", ())):
+            if text[span["start"] : span["end"]] != span["quote"]:
+                raise InputError(
+                    f"the text of document {pair[1]!r} changed under evidence span {index + 1} of query "
+                    f"{pair[0]!r} since it was marked: open the pair, remove the span and mark it again",
+                    file=str(self.path),
+                    field="evidence",
+                )
+            spans.append(quote_span(text, span["start"], span["end"]))
+        return spans
 
     def _known_pair(self, query_id: Any, doc_id: Any) -> Pair:
         _check_ids(query_id, doc_id)
@@ -625,7 +738,8 @@ class Desk:
             )
         return self._search_index
 
-    def _filled_pool(self, pending: list[Pair]) -> pl.DataFrame:
+    def _filled_pool(self, pending: list[Pair]) -> list[dict[str, Any]]:
+        """The graded pool's rows (:data:`POOL_COLUMNS`, grades as text) with each pair's ``evidence``."""
         rows = []
         for query_id, doc_id in pending:
             given = self.session.grades[(query_id, doc_id)]
@@ -640,12 +754,120 @@ class Desk:
                     "grade": str(given["grade"]),
                     "annotator": self.annotator,
                     "notes": given.get("notes", ""),
+                    "evidence": self._quote_spans((query_id, doc_id)) or None,
                 }
             )
-        return pl.DataFrame(rows, schema={c: pl.Utf8 for c in POOL_COLUMNS})
+        return rows
 
     def _save(self) -> None:
         save_session(self.path, self.session)
+
+
+def quote_span(text: str, start: int, end: int) -> dict[str, Any]:
+    """The evidence span ``{"quote": text[start:end]}`` of offsets into ``text``, with the
+    ``occurrence`` that picks this place when the quote occurs more than once (overlapping places
+    counted, as :func:`releval.inputs.schemas.locate_span` counts them): it locates at exactly
+    ``(start, end)``."""
+    quote = text[start:end]
+    places = quote_places(text, quote)
+    span: dict[str, Any] = {"quote": quote}
+    if len(places) > 1:
+        span["occurrence"] = places.index(start) + 1
+    if locate_span(text, span) != (start, end):  # cannot happen: the anchor is the offsets' own text
+        raise AssertionError(f"the anchor of {start}-{end} does not locate there")
+    return span
+
+
+def evidence_key(spans: Iterable[Mapping[str, Any]] | None) -> tuple[tuple[Any, ...], ...]:
+    """Spans as comparable values: each span's :data:`EVIDENCE_KEYS` (None where unused), in order."""
+    return tuple(tuple(span.get(key) for key in EVIDENCE_KEYS) for span in spans or ())
+
+
+def write_graded_pool(path: Path, rows: Iterable[Mapping[str, Any]]) -> None:
+    """A graded pool file, JSONL: each row's :data:`POOL_COLUMNS`, then its ``evidence`` (a list of
+    spans as judgments.jsonl writes them) when it has any; a row without spans is the line
+    :func:`releval.judging.pool.write_pool` writes."""
+    lines = []
+    for row in rows:
+        line = {column: row.get(column) for column in POOL_COLUMNS}
+        if row.get("evidence"):
+            line["evidence"] = [dict(span) for span in row["evidence"]]
+        lines.append(json.dumps(line, ensure_ascii=False) + "\n")
+    io.write_text(path, "".join(lines))
+
+
+def import_graded_pool(
+    filled: str | Path,
+    into: str | Path,
+    *,
+    annotator: str | None = None,
+    parent: str | Path | None = None,
+    date: str | None = None,
+    queries: str | Path | None = None,
+    queries_format: str = "jsonl",
+    corpus: str | Path | None = None,
+    corpus_format: str = "jsonl",
+    completeness: str | None = None,
+) -> PoolImport:
+    """Import a graded pool that :func:`write_graded_pool` wrote: without evidence, exactly
+    :func:`releval.judging.pool.import_filled_pool`; with evidence, the same steps (its records, the
+    set's references, the re-sealed version) with each row's spans kept in its judgment and placed
+    in the corpus's texts (every anchor found, once or at its occurrence; every offset within the
+    text), a problem naming the file, line and ``evidence[i]`` field. (``read_filled_pool`` reads
+    the pool's columns only, so the evidence is read here, by line.)"""
+    from releval.inputs.corpus import read_docs
+    from releval.inputs.datasets import references_for
+    from releval.inputs.schemas import Record, read_jsonl
+    from releval.judging.completeness import Completeness
+    from releval.judging.pool import import_filled_pool, read_filled_pool, read_query_texts, refuse_reported
+
+    found: list[InputError] = []
+    spans = {r.line: r.values.get("evidence") for r in read_jsonl(filled, found, first_field="query_id")}
+    spans = {line: evidence for line, evidence in spans.items() if evidence is not None}
+    if not spans:
+        return import_filled_pool(
+            filled,
+            into,
+            annotator=annotator,
+            parent=parent,
+            date=date,
+            queries=queries,
+            queries_format=queries_format,
+            corpus=corpus,
+            corpus_format=corpus_format,
+            completeness=completeness,
+        )
+    into = Path(into)
+    records, ungraded, errors = read_filled_pool(filled, annotator)
+    records = [Record(r.line, {**r.values, "evidence": spans[r.line]}) if r.line in spans else r for r in records]
+    base = into if (into / jmod.MANIFEST_NAME).exists() else (Path(parent) if parent else None)
+    if base == into:
+        refuse_reported(into)
+    references = references_for(
+        base, queries=queries, queries_format=queries_format, corpus=corpus, corpus_format=corpus_format
+    )
+    query_ids = read_query_texts(references.queries, references.queries_format)["query_id"].to_list()
+    docs = read_docs(references.corpus, references.corpus_format)
+    base_dir = into if into.exists() else (Path(parent) if parent else None)
+    base_qrels = jmod.load_version(base_dir).qrels() if base_dir is not None and base_dir.exists() else None
+    if date is not None and jmod._date_text(date) is None:
+        raise InputError(f"expected YYYY-MM-DD, got {date!r}", file="<command line>", field="date")
+    judgment_set, added = jmod.add_judgments(
+        records,
+        str(filled),
+        into,
+        parent=parent,
+        date=date,
+        query_ids=query_ids,
+        doc_lengths=jmod.doc_lengths(docs),
+        doc_texts=jmod.doc_texts(docs),
+        errors=errors,
+        dataset=references.dataset,
+        completeness=None if completeness is None else Completeness(completeness),
+    )
+    moved = None if base_qrels is None else jmod.idcg_change_report(base_qrels, judgment_set.qrels(), (10,)).height
+    checked = f"{references.how}: queries {references.queries} and corpus {references.corpus}"
+    return PoolImport(judgment_set, added, ungraded, checked, moved)
 
 
 def _check_ids(query_id: Any, doc_id: Any) -> None:
@@ -744,7 +966,12 @@ class _Handler(BaseHTTPRequestHandler):
 
         actions: dict[str, Callable[[], Any]] = {
             "/api/grade": lambda: self.desk.grade(
-                body.get("query_id"), body.get("doc_id"), body.get("grade"), body.get("notes", ""), advance=advance()
+                body.get("query_id"),
+                body.get("doc_id"),
+                body.get("grade"),
+                body.get("notes", ""),
+                advance=advance(),
+                evidence=body.get("evidence"),
             ),
             "/api/move": lambda: self.desk.move(body.get("to")),
             "/api/add": lambda: self.desk.add(body.get("query_id"), body.get("doc_id")),
@@ -898,7 +1125,7 @@ def open_desk(
     from releval.inputs.datasets import active_dataset, dataset_of_set, references_for
     from releval.config import load_params
     from releval.judging.judgments import active_set_path
-    from releval.judging.pool import debt_pairs, import_filled_pool, read_pool_pairs, read_query_texts
+    from releval.judging.pool import debt_pairs, read_pool_pairs, read_query_texts
 
     set_dir = Path(set_dir)
     annotator = checked_name(annotator, "annotator")
@@ -994,7 +1221,7 @@ def open_desk(
     from_debt = recorded.source.startswith(DEBT_SOURCE)
 
     def importer(filled: Path) -> PoolImport:
-        return import_filled_pool(
+        return import_graded_pool(
             filled,
             set_dir,
             annotator=annotator,
