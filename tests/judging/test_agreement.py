@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 from statsmodels.stats.inter_rater import cohens_kappa
 
-from releval.judging.agreement import agreement, confusion_matrix, kappas
+from releval.judging.agreement import agreement, common_chars, confusion_matrix, kappas, merged_ranges, span_agreement
 from releval.cli import main
 from releval.errors import InputError
 from releval.judging.judgments import Manifest
@@ -122,11 +122,13 @@ def test_kappas_and_confusion_matrix_directly():
 # --------------------------------------------------------------------------- CLI
 
 
-def write_set(root: Path, name: str, rows: list[tuple[str, str, int, str]], annotators: tuple[str, ...]) -> Path:
+def write_set(root: Path, name: str, rows: list[tuple], annotators: tuple[str, ...]) -> Path:
+    """A set of (query_id, doc_id, grade, annotator[, evidence]) rows."""
     directory = root / name
     directory.mkdir(parents=True)
     data = "".join(
-        json.dumps({"query_id": q, "doc_id": d, "grade": g, "annotator": a}) + "\n" for q, d, g, a in rows
+        json.dumps({"query_id": q, "doc_id": d, "grade": g, "annotator": a, **({"evidence": e[0]} if e else {})}) + "\n"
+        for q, d, g, a, *e in rows
     ).encode()
     (directory / "judgments.jsonl").write_bytes(data)
     (directory / "RUBRIC.md").write_text("rubric\n")
@@ -187,3 +189,113 @@ def test_cli_refuses_ambiguous_input(tmp_path, capsys):
     assert main(["agreement", str(directory), "--annotators", "alice,zed"]) == 2
     assert "no judgments by annotator 'zed'" in capsys.readouterr().err
     assert main(["agreement", str(directory), str(directory)]) == 2
+
+
+# --------------------------------------------------------------------------- evidence spans (issue 31, item 3)
+
+
+def spans_table(rows: list[tuple[str, str, list[dict] | None]]) -> pl.DataFrame:
+    return pl.DataFrame(
+        [{"query_id": q, "doc_id": d, "evidence": e} for q, d, e in rows],
+        schema={
+            "query_id": pl.Utf8,
+            "doc_id": pl.Utf8,
+            "evidence": pl.List(
+                pl.Struct({"quote": pl.Utf8, "occurrence": pl.Int64, "start": pl.Int64, "end": pl.Int64})
+            ),
+        },
+    )
+
+
+def offsets(*ranges: tuple[int, int]) -> list[dict]:
+    return [{"start": s, "end": e} for s, e in ranges]
+
+
+def test_span_f1_by_hand():
+    """(q1,d1): A [0,10) + [20,30), B [5,25): 10 characters in common of 20 and 20 -> F1 0.5.
+    (q1,d2): the same 4 characters -> 1. (q1,d3): A [0,3), B [10,12): none in common -> 0.
+    (q2,d1): only A marked; (q2,d2): neither; (q3,d1): judged by A alone, not shared.
+    Micro F1 = 2 (10 + 4 + 0) / (20 + 20 + 4 + 4 + 3 + 2) = 28/53; the mean of the pairs' = 1.5/3."""
+    a = spans_table(
+        [
+            ("q1", "d1", offsets((0, 10), (20, 30))),
+            ("q1", "d2", offsets((0, 4))),
+            ("q1", "d3", offsets((0, 3))),
+            ("q2", "d1", offsets((0, 8))),
+            ("q2", "d2", None),
+            ("q3", "d1", offsets((0, 5))),
+        ]
+    )
+    b = spans_table(
+        [
+            ("q1", "d1", offsets((5, 25))),
+            ("q1", "d2", offsets((0, 2), (2, 4))),  # touching spans: the same 4 characters
+            ("q1", "d3", offsets((10, 12))),
+            ("q2", "d1", None),
+            ("q2", "d2", None),
+        ]
+    )
+    result = span_agreement(a, b)
+    assert [(p.doc_id, p.chars_a, p.chars_b, p.overlap) for p in result.pairs] == [
+        ("d1", 20, 20, 10),
+        ("d2", 4, 4, 4),
+        ("d3", 3, 2, 0),
+    ]
+    assert [p.f1 for p in result.pairs] == [0.5, 1.0, 0.0]
+    assert result.micro_f1 == pytest.approx(28 / 53) and result.mean_f1 == pytest.approx(0.5)
+    assert (result.only_a, result.only_b, result.neither) == (1, 0, 1)
+    assert [(p.query_id, p.doc_id) for p in result.disjoint] == [("q1", "d3")]
+    assert span_agreement(b, a).micro_f1 == result.micro_f1  # symmetric
+
+
+def test_character_unions_against_sets_of_positions():
+    rng = np.random.default_rng(5)
+    for _ in range(300):
+        a = [tuple(sorted(rng.integers(0, 60, 2))) for _ in range(rng.integers(0, 4))]
+        b = [tuple(sorted(rng.integers(0, 60, 2))) for _ in range(rng.integers(0, 4))]
+        a, b = [r for r in a if r[0] < r[1]], [r for r in b if r[0] < r[1]]
+        chars_a = {i for s, e in a for i in range(s, e)}
+        chars_b = {i for s, e in b for i in range(s, e)}
+        merged_a, merged_b = merged_ranges(a), merged_ranges(b)
+        assert sum(e - s for s, e in merged_a) == len(chars_a)
+        assert common_chars(merged_a, merged_b) == len(chars_a & chars_b)
+
+
+TEXT = "Use sorted(d.items()) to sort. Then print it. sorted(d.items()) again."
+
+
+def test_cli_prints_span_agreement_beside_kappa_placing_anchors_in_the_corpus(tmp_path, capsys):
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text(
+        json.dumps({"_id": "d1", "title": "sorting", "text": TEXT})
+        + "\n"
+        + json.dumps({"_id": "d2", "text": "x y"})
+        + "\n"
+    )
+    at = TEXT.index("sorted(d.items()) again")
+    rows = [
+        ("q1", "d1", 2, "alice", [{"quote": "sorted(d.items())", "occurrence": 2}]),  # [at, at + 17)
+        ("q1", "d1", 2, "bob", [{"start": at, "end": at + 23}]),  # 17 of its 23 in common
+        ("q1", "d2", 1, "alice", [{"quote": "x"}]),
+        ("q1", "d2", 0, "bob"),
+        ("q2", "d1", 0, "alice"),
+        ("q2", "d1", 0, "bob"),
+    ]
+    directory = write_set(tmp_path, "v1", rows, ("alice", "bob"))
+    assert main(["agreement", str(directory), "--annotators", "alice,bob", "--corpus", str(corpus)]) == 0
+    text = capsys.readouterr().out
+    assert "linear weighted kappa" in text
+    assert "evidence spans: 1 of the 3 shared pairs have spans from both (from A only: 1, from B only: 0" in text
+    assert f"micro-averaged: {2 * 17 / 40:.4f} (17 characters in common; A 17, B 23)" in text
+    assert "pairs sharing no character: 0" in text and "q1     d1" in text
+    assert main(["agreement", str(directory), "--corpus", str(corpus), "--json"]) == 0
+    spans = json.loads(capsys.readouterr().out)["spans"]
+    assert spans["pairs"] == [
+        {"query_id": "q1", "doc_id": "d1", "chars_a": 17, "chars_b": 23, "overlap": 17, "f1": 34 / 40}
+    ]
+    assert (spans["only_a"], spans["only_b"], spans["neither"]) == (1, 0, 1)
+    # Anchors need the corpus; without spans, nothing is said about them.
+    assert main(["agreement", str(directory)]) == 2
+    assert "--corpus FILE" in capsys.readouterr().err
+    plain = write_set(tmp_path, "v2", ROWS, ("alice", "bob"))
+    assert main(["agreement", str(plain)]) == 0 and "evidence spans" not in capsys.readouterr().out
