@@ -631,3 +631,170 @@ def test_refusals_of_a_basic_auth_stop_the_judge_naming_base_url_without_its_pas
     assert message.startswith(f"judge.yaml: field 'base_url': {endpoint.base_url}/chat/completions refused")
     assert "the user:password in base_url" in message and "who is Basic ***?" in message and "pw-77a1" not in message
     assert STOP_AFTER <= len(endpoint.bodies) < STOP_AFTER + 2
+
+
+# --------------------------------------------------------------------------- evidence quotes (issue 31, item 3)
+
+RUBRIC_V4 = (ROOT / "data" / "judgments" / "RUBRIC-v4.md").read_text(encoding="utf-8")
+
+
+def test_a_reply_is_the_grade_alone_or_with_quotes_only_under_a_span_rule():
+    from releval.judging.judges import Reply, has_span_rule, parse_reply
+
+    assert has_span_rule(RUBRIC_V4) and not has_span_rule(RUBRIC)
+    quoted = (
+        '{"grade": 2, "evidence": [{"quote": "lru_cache(maxsize=128)"}, "maxsize", {"quote": "x", "occurrence": 2}]}'
+    )
+    assert parse_reply(" 2\n", SCALE, spans=True) == Reply(2)  # the grade alone stays an answer
+    assert parse_reply(quoted, SCALE, spans=True) == Reply(
+        2, ({"quote": "lru_cache(maxsize=128)"}, {"quote": "maxsize"}, {"quote": "x", "occurrence": 2})
+    )
+    assert parse_reply(f"```json\n{quoted}\n```", SCALE, spans=True).grade == 2  # one fence is allowed
+    assert parse_reply(quoted, SCALE, spans=False) == Reply(None)  # no span rule: only a grade parses
+    bad_items = '{"grade": 1, "evidence": [3, {"quote": "  "}, {"quote": "a", "occurrence": 0}, {"text": "a"}, "ok"]}'
+    assert parse_reply(bad_items, SCALE, spans=True) == Reply(1, ({"quote": "ok"},), 4)  # the grade stands
+    assert parse_reply('{"grade": 1, "evidence": "ok"}', SCALE, spans=True) == Reply(1, (), 1)
+    for failure in ('{"grade": 4}', '{"grade": "2"}', '{"grade": true}', '{"evidence": []}', '{"grade": 2, "why": 1}'):
+        assert parse_reply(failure, SCALE, spans=True).grade is None, failure
+    assert parse_reply("2, see the first paragraph", SCALE, spans=True).grade is None
+
+
+def test_the_prompt_asks_for_quotes_only_when_the_rubric_has_a_span_rule(tmp_path):
+    from releval.judging.judges import SYSTEM_TEMPLATE, build_messages, prompt_template
+
+    plain = build_messages(RUBRIC, SCALE, PAIR)[0]["content"]
+    assert plain == SYSTEM_TEMPLATE.format(rubric=RUBRIC.strip(), grades="0, 1, 2 or 3")  # byte for byte as before
+    spans = build_messages(RUBRIC_V4, SCALE, PAIR)[0]["content"]
+    assert '"evidence": [{"quote": "<exact text>"}]' in spans and "at most 3" in spans and "never the title" in spans
+    assert prompt_template(RUBRIC_V4, SCALE) != prompt_template(RUBRIC, SCALE)  # another prompt: another annotator
+    _, config = read_judge_config(judge_config(tmp_path / "judge.yaml", "http://127.0.0.1:1/v1"))  # max_tokens 4
+    with pytest.raises(InputError, match="field 'max_tokens'.*evidence spans"):
+        OpenAIJudge(config, RUBRIC_V4, SCALE, source="judge.yaml")
+    assert OpenAIJudge(dataclasses.replace(config, max_tokens=None), RUBRIC_V4, SCALE).spans
+
+
+def unique_quote(text: str, length: int = 30) -> str:
+    from releval.inputs.schemas import quote_places
+
+    for start in range(len(text) // 3, len(text) - length):
+        quote = text[start : start + length]
+        if quote.strip() == quote and len(quote_places(text, quote)) == 1:
+            return quote
+    raise AssertionError("no unique quote")
+
+
+def repeated_quote(text: str) -> str:
+    from releval.inputs.schemas import quote_places
+
+    return next(q for q in (" the ", " a ", "e") if len(quote_places(text, q)) >= 3 and q.strip())
+
+
+def test_the_judges_quotes_are_kept_where_they_locate_and_dropped_and_counted_where_not(tmp_path, mini, monkeypatch):
+    """A parent whose rubric has the span rule; an endpoint answering the pool with quotes: those that
+    locate exactly (once, or at their occurrence) become the judgments' evidence, the others (not in
+    the text, ambiguous, on grade 0, not a quote) are dropped and counted in judge.json; the grade-only
+    answer stays an answer and the unparseable one a failure."""
+    from releval.inputs.schemas import quote_places
+    from releval.measurement.evidence import resolve_spans
+
+    monkeypatch.chdir(tmp_path)
+    h1 = jmod.load_version(mini["set"])
+    parent = tmp_path / "judgments" / "h1"
+    jmod.write_version(
+        parent, h1.manifest, (mini["set"] / "judgments.jsonl").read_bytes(), {"RUBRIC.md": RUBRIC_V4.encode()}
+    )
+    texts = {}
+    for line in (mini["root"] / "corpus.jsonl").read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        texts[row["_id"]] = row["text"]
+    queries = {json.loads(line)["query_id"]: json.loads(line)["text"] for line in open(mini["root"] / "queries.jsonl")}
+    grade_of = reference_answers(mini)
+    pool = mini["pool"]
+    plan = {}  # (query text, doc text) -> (the reply, the quotes expected to be kept)
+    for i, (query_id, doc_id) in enumerate(pool):
+        text = texts[doc_id]
+        once, many = unique_quote(text), repeated_quote(text)
+        second = {"quote": many, "occurrence": 2}
+        replies = [
+            (json.dumps({"grade": 2, "evidence": [once, "not a sentence of this page at all"]}), [{"quote": once}]),
+            ("2", []),
+            (json.dumps({"grade": 3, "evidence": [{"quote": many}, second]}), [second]),
+            (json.dumps({"grade": 0, "evidence": [once]}), []),
+            ("```json\n" + json.dumps({"grade": 1, "evidence": [once, 7]}) + "\n```", [{"quote": once}]),
+            ("I would say 2", None),
+        ]
+        plan[(queries[query_id], text)] = replies[i]
+        assert len(quote_places(text, many)) >= 2
+
+    def answer(body):
+        message = body["messages"][-1]["content"]
+        assert "evidence" in body["messages"][0]["content"]
+        query = re.match(r"Query: (.*)\n", message).group(1)
+        text = message.split("Document text:\n", 1)[1].rsplit("\n\nGrade (", 1)[0]
+        if (query, text) in plan:
+            return 200, plan[(query, text)][0]
+        return 200, str(grade_of[user_fields(body)])
+
+    set_dir = tmp_path / "judgments" / "m1"
+    with Endpoint(answer) as endpoint:
+        config = judge_config(tmp_path / "judge.yaml", endpoint.base_url)
+        config.write_text(config.read_text().replace("max_tokens: 4", "max_tokens: 512"))
+        args = judge_args(mini, set_dir, config, "--parent", str(parent), "--pool", str(mini["root"] / "pool.jsonl"))
+        assert model_judge.run(args) == 0
+    docs = pl.DataFrame({"doc_id": list(texts), "title": [""] * len(texts), "text": list(texts.values())})
+    written, problems = jmod.validate_version(
+        set_dir, doc_lengths=jmod.doc_lengths(docs), doc_texts=jmod.doc_texts(docs)
+    )
+    assert problems == []
+    identity = json.loads((set_dir / "judge.json").read_text())["annotator"]
+    labels = written.judgments.filter(pl.col("annotator") == identity)
+    found = {(r["query_id"], r["doc_id"]): (r["grade"], r["evidence"]) for r in labels.iter_rows(named=True)}
+    assert sorted(found) == sorted(pool[:5])  # the unparseable answer is a failure, the others grades
+    for i, pair in enumerate(pool[:5]):
+        text = texts[pair[1]]
+        grade, evidence = found[pair]
+        kept = plan[(queries[pair[0]], text)][1]
+        assert grade == [2, 2, 3, 0, 1][i]
+        assert (jmod_evidence := [{k: v for k, v in s.items() if v is not None} for s in evidence or []]) == kept, i
+        places = resolve_spans(text, jmod_evidence)
+        assert [text[s:e] for s, e in places] == [span["quote"] for span in kept]
+    evidence = json.loads((set_dir / "judge.json").read_text())["evidence"]
+    assert evidence["asked"] and evidence["spans_kept"] == 3 and evidence["pairs_with_evidence"] == 3
+    assert evidence["dropped_by_reason"] == {
+        model_judge.NOT_IN_TEXT: 1,
+        model_judge.AMBIGUOUS: 1,
+        model_judge.ON_A_LOW_GRADE: 1,
+        model_judge.NOT_A_QUOTE: 1,
+    }
+    assert evidence["quotes_dropped"] == 4 and all(d["query_id"] and d["doc_id"] for d in evidence["dropped"])
+    graded_file = [json.loads(line) for line in (set_dir / model_judge.GRADES_NAME).read_text().splitlines()]
+    assert sum(1 for row in graded_file if row.get("evidence")) == 3
+
+
+def test_placed_evidence_keeps_exact_quotes_only():
+    text = "alpha beta. alpha beta. gamma delta epsilon zeta."
+    kept, dropped = model_judge.placed_evidence(
+        text,
+        2,
+        [
+            {"quote": "gamma delta"},
+            {"quote": "alpha beta"},
+            {"quote": "alpha beta", "occurrence": 3},
+            {"quote": "alpha beta", "occurrence": 2},
+            {"quote": "delta epsilon"},
+            {"quote": "Gamma, three times"},
+            {"quote": "zeta."},
+            {"quote": "beta."},
+        ],
+    )
+    assert kept == [{"quote": "gamma delta"}, {"quote": "alpha beta", "occurrence": 2}, {"quote": "zeta."}]
+    assert [reason for _, reason in dropped] == [
+        model_judge.AMBIGUOUS,
+        model_judge.NO_SUCH_OCCURRENCE,
+        model_judge.OVERLAPS,
+        model_judge.NOT_IN_TEXT,
+        model_judge.AMBIGUOUS,
+    ]
+    kept, dropped = model_judge.placed_evidence(text, 2, [{"quote": w} for w in ("gamma", "delta", "epsilon", "zeta")])
+    assert len(kept) == 3 and dropped == [("zeta", model_judge.BEYOND_MAX)]
+    assert model_judge.placed_evidence(text, 0, [{"quote": "gamma"}]) == ([], [("gamma", model_judge.ON_A_LOW_GRADE)])

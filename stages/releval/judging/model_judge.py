@@ -43,6 +43,14 @@ calibration figures, the failures, the human-only queries) and ``model_grades.js
 pool as imported; failed pairs with an empty grade and the raw answer in ``notes``). The manifest's
 description names the judge and its kappa.
 
+Evidence spans. When the parent's rubric has a rule on evidence spans, a language-model judge is
+asked for quotes besides the grade (:mod:`releval.judging.judges`: the answer is the grade alone, or
+``{"grade": 2, "evidence": [{"quote": "...", "occurrence": 2}]}``). A pool answer's quotes become
+the judgment's ``evidence`` only where each locates in the document's text (never the title): once,
+or at its occurrence (:func:`placed_evidence`), on a grade of 1 or more, at most three, none
+overlapping an earlier one. Every other quote is dropped and counted, with why, in judge.json's
+``evidence``; a dropped quote never fails the grade. The similarity judge proposes none.
+
 The rubric. The new version refers to the parent's rubric by the same path when that path names
 the same rubric from SET_DIR (the shipped layout: ``rubric: ../RUBRIC.md``, beside the versions);
 otherwise the rubric the judge was prompted with is copied into SET_DIR.
@@ -552,13 +560,111 @@ class Written:
     failures: int
     human_only: int
     queries: int
+    evidence: "EvidenceTally | None" = None
 
     def summary(self) -> str:
+        spans = ""
+        if self.evidence is not None and self.evidence.asked:
+            tally = self.evidence
+            spans = (
+                f"; {tally.kept} evidence spans kept on {tally.pairs} pairs, {len(tally.dropped)} quotes dropped "
+                f"(judge.json evidence)"
+            )
         return (
             f"{self.set_dir}: {self.added} judgments by {self.identity} added ({self.failures} unparseable answers "
             f"left ungraded, listed in {GRADES_NAME}); {self.human_only} of {self.queries} queries keep human-only "
-            f"labels (judge.json human_only_queries)"
+            f"labels (judge.json human_only_queries){spans}"
         )
+
+
+@dataclass
+class EvidenceTally:
+    """What became of the quotes a judge proposed on the pool (judge.json ``evidence``)."""
+
+    asked: bool  # the prompt asked for quotes (the rubric has a span rule)
+    pairs: int = 0  # pairs whose judgment carries evidence
+    kept: int = 0  # spans kept
+    dropped: list[dict[str, Any]] = dataclasses.field(default_factory=list)  # query_id, doc_id, quote, reason
+
+    def to_dict(self) -> dict[str, Any]:
+        reasons: dict[str, int] = {}
+        for quote in self.dropped:
+            reasons[quote["reason"]] = reasons.get(quote["reason"], 0) + 1
+        return {
+            "asked": self.asked,
+            "pairs_with_evidence": self.pairs,
+            "spans_kept": self.kept,
+            "quotes_dropped": len(self.dropped),
+            "dropped_by_reason": dict(sorted(reasons.items())),
+            "dropped": self.dropped,
+        }
+
+
+# Why a proposed quote is dropped (judge.json evidence.dropped_by_reason).
+NOT_A_QUOTE = "not a quote"
+ON_A_LOW_GRADE = "on a grade below 1"
+NOT_IN_TEXT = "not in the document's text"
+AMBIGUOUS = "occurs more than once, without occurrence"
+NO_SUCH_OCCURRENCE = "occurrence past the quote's last"
+OVERLAPS = "overlaps an earlier span"
+BEYOND_MAX = "beyond the first three"
+
+
+def placed_evidence(text: str, grade: int | None, quotes: Sequence[dict[str, Any]]) -> tuple[list, list]:
+    """(the spans kept, [(quote, reason) dropped]) of a judge's ``quotes`` for a document ``text``
+    (without its title) graded ``grade``: a quote is kept when it locates in the text exactly
+    (:func:`releval.inputs.schemas.locate_span`: once, or at its ``occurrence``), the grade is 1 or
+    more, fewer than three are kept before it and it overlaps none of them."""
+    from releval.inputs.schemas import SpanError, locate_span, quote_places
+    from releval.judging.judges import MAX_SPANS, SPAN_MIN_GRADE
+
+    kept: list[dict[str, Any]] = []
+    ranges: list[tuple[int, int]] = []
+    dropped: list[tuple[str, str]] = []
+    for quote in quotes:
+        if grade is None or grade < SPAN_MIN_GRADE:
+            dropped.append((quote["quote"], ON_A_LOW_GRADE))
+            continue
+        try:
+            start, end = locate_span(text, quote)
+        except SpanError as exc:
+            found = quote_places(text, quote["quote"])
+            reason = NO_SUCH_OCCURRENCE if exc.key == "occurrence" else AMBIGUOUS if found else NOT_IN_TEXT
+            dropped.append((quote["quote"], reason))
+            continue
+        if any(start < other_end and other_start < end for other_start, other_end in ranges):
+            dropped.append((quote["quote"], OVERLAPS))
+        elif len(kept) >= MAX_SPANS:
+            dropped.append((quote["quote"], BEYOND_MAX))
+        else:
+            kept.append(dict(quote))
+            ranges.append((start, end))
+    return kept, dropped
+
+
+def judge_evidence(
+    judge: OpenAIJudge | SimilarityJudge, pairs: Sequence[PairText], verdicts: Sequence[Verdict]
+) -> tuple[list[list[dict[str, Any]]], EvidenceTally]:
+    """Each pair's evidence from its answer (:func:`placed_evidence`; [] for none), and the tally.
+    The quotes are read again from the recorded answer, so a resumed run keeps the same spans."""
+    from releval.judging.judges import parse_reply
+
+    tally = EvidenceTally(asked=bool(getattr(judge, "spans", False)))
+    evidence: list[list[dict[str, Any]]] = []
+    for pair, verdict in zip(pairs, verdicts):
+        if not tally.asked or verdict.grade is None:
+            evidence.append([])
+            continue
+        reply = parse_reply(verdict.answer, judge.scale, spans=True)
+        kept, dropped = placed_evidence(pair.text, verdict.grade, reply.quotes)
+        dropped += [("", NOT_A_QUOTE)] * reply.malformed
+        for quote, reason in dropped:
+            cut = quote if len(quote) <= 200 else quote[:200] + "…"
+            tally.dropped.append({"query_id": pair.query_id, "doc_id": pair.doc_id, "quote": cut, "reason": reason})
+        tally.pairs += bool(kept)
+        tally.kept += len(kept)
+        evidence.append(kept)
+    return evidence, tally
 
 
 def filled_pool_rows(identity: str, pairs: Sequence[PairText], verdicts: Sequence[Verdict]) -> list[dict[str, Any]]:
@@ -601,14 +707,15 @@ def grade_into_version(
     import shutil
     import tempfile
 
-    import polars as pl
-
     from releval.judging import judgments as jmod
-    from releval.judging.pool import import_filled_pool, write_pool
+    from releval.judging.web import import_graded_pool, write_graded_pool
 
     pairs = texts.pairs(keys)
     verdicts = grade_pairs(judge, pairs, journal, "judge")
     rows = filled_pool_rows(judge.identity, pairs, verdicts)
+    evidence, tally = judge_evidence(judge, pairs, verdicts)
+    for row, spans in zip(rows, evidence):
+        row["evidence"] = spans or None
     failures = [row for row in rows if row["grade"] is None]
     if len(failures) == len(rows):
         raise InputError(
@@ -620,9 +727,9 @@ def grade_into_version(
     staging = Path(tempfile.mkdtemp(prefix=f".releval-judge-{set_dir.name}.", dir=set_dir.parent))
     try:
         filled = staging / GRADES_NAME
-        write_pool(filled, pl.DataFrame(rows, schema=_pool_schema()))
+        write_graded_pool(filled, rows)  # the pool's columns, and each row's evidence
         staged_parent, copied_rubric = _stage_parent(parent, staging / "parent")
-        imported = import_filled_pool(
+        imported = import_graded_pool(
             filled,
             staging / "new" / set_dir.name,
             annotator=judge.identity,
@@ -646,6 +753,7 @@ def grade_into_version(
             "graded": imported.added,
             "failures": [{"query_id": r["query_id"], "doc_id": r["doc_id"], "error": r["notes"]} for r in failures],
             "human_only_queries": human_only,
+            "evidence": tally.to_dict(),
         }
         description = (
             f"{parent.version} plus {imported.added} labels by the model judge {judge.identity} ({pool_source}); "
@@ -666,15 +774,7 @@ def grade_into_version(
         shutil.rmtree(staging, ignore_errors=True)
     final = jmod.load_version(set_dir)
     queries = final.judgments["query_id"].n_unique()
-    return Written(set_dir, judge.identity, imported.added, len(failures), len(human_only), queries)
-
-
-def _pool_schema() -> dict[str, Any]:
-    import polars as pl
-
-    from releval.judging.pool import POOL_COLUMNS
-
-    return {name: (pl.Int64 if name == "grade" else pl.Utf8) for name in POOL_COLUMNS}
+    return Written(set_dir, judge.identity, imported.added, len(failures), len(human_only), queries, tally)
 
 
 # --------------------------------------------------------------------------- the rubric of the new version
