@@ -1010,3 +1010,58 @@ def test_spans_marked_in_a_browser_with_the_mouse_and_the_keyboard_resolve_to_th
     row = judged.filter((pl.col("query_id") == "q1") & (pl.col("doc_id") == "views")).row(0, named=True)
     assert resolve_spans(VIEWS, row["evidence"]) == [first, second]  # exactly the selected characters
     assert row["evidence"][0]["occurrence"] == 2
+
+
+@needs_chromium
+@pytest.mark.slow
+def test_the_time_a_span_adds_per_judged_pair_on_the_page(project, capsys):
+    """Issue 31's acceptance asks what a span costs per judged pair. Headless Chromium grades N pairs
+    with a key press alone and N pairs (interleaved) by dragging the mouse over the text's first words,
+    pressing e, then the key: the time from the pair on screen to the next pair on screen. This is the
+    page's own cost (the drag, the highlight, the save), not a judge's reading: printed, never asserted."""
+    import statistics
+    import time
+
+    from playwright.sync_api import sync_playwright
+
+    pairs = [(q, d) for q in QUERIES for d in DOCS if (q, d) != ("q1", "list")]
+    (project / "all.csv").write_text("query_id,doc_id\n" + "".join(f"{q},{d}\n" for q, d in pairs))
+    desk = web.open_desk("data/judgments/v2", "alice", pool="all.csv", parent="data/judgments/v1")
+    server, url = serve(desk)
+    timed: dict[bool, list[float]] = {False: [], True: []}
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        try:
+            page = browser.new_page()
+            page.set_default_timeout(10_000)
+            page.goto(url)
+            page.wait_for_selector("body[data-ready]")
+            for i, (query_id, doc_id) in enumerate(desk.pairs):
+                page.wait_for_function("p => document.body.dataset.pair === p", arg=f"{query_id}\t{doc_id}")
+                with_span = i % 2 == 1
+                began = time.perf_counter()
+                if with_span:
+                    text = DOCS[doc_id][1]
+                    select_in_text(page, 0, text.index(" ", 12), mouse=True)
+                    page.keyboard.press("e")
+                    page.wait_for_function("document.body.dataset.spans !== ''")
+                page.keyboard.press("2")
+                following = desk.pairs[i + 1] if i + 1 < len(desk.pairs) else None
+                if following:
+                    page.wait_for_function("p => document.body.dataset.pair === p", arg="\t".join(following))
+                else:
+                    page.wait_for_selector("#done", state="visible")
+                if i >= 2:  # the first two warm the page up
+                    timed[with_span].append(time.perf_counter() - began)
+        finally:
+            browser.close()
+            server.shutdown()
+    marked = [pair for i, pair in enumerate(desk.pairs) if i % 2 == 1]
+    assert all(desk.session.grades[pair].get("evidence") for pair in marked)
+    plain, span = (statistics.median(timed[key]) * 1000 for key in (False, True))
+    with capsys.disabled():
+        print(
+            f"\nspan timing: {len(timed[False])} pairs graded by key alone, median {plain:.0f} ms; "
+            f"{len(timed[True])} with a span marked by mouse drag + e, median {span:.0f} ms: "
+            f"+{span - plain:.0f} ms per pair, x{span / plain:.2f} (the page's cost, not a judge's reading)"
+        )
