@@ -16,6 +16,12 @@ skip; a notes field; progress per query and overall; a search box (BM25 over the
 document the pool missed for the query on screen. Every grade is saved at once, atomically, in
 ``SET_DIR.session/<annotator>.json``: restart the command and reload the page to go on.
 
+Evidence spans: on a pair graded 1 or more, select the passage(s) that earn the grade in the
+document's text (never the title) with the mouse and press ``e`` (or the "add the selection"
+button); ``x`` removes the last, each listed span has a remove button; at most 3, highlighted in the
+text. They are saved with the grade (a grade changed to 0 drops them) and written as the judgments'
+``evidence``: quoted anchors, with an occurrence where the passage's text repeats.
+
 ``--double-share S --second-annotator B``: a seeded share S of the queries (recorded) is also
 judged by B, who starts the same command with ``--annotator B`` and sees only those queries and
 only his own grades. "Finish" (the page's button, or ``--finish``) imports the annotator's grades
