@@ -9,27 +9,10 @@ from pathlib import Path
 from releval import paths
 from releval.config import build, load_params, section
 from releval.errors import InputError
+from releval.measurement import operations
 from releval.retrieval import runs
 from releval.retrieval.fusion import FusionConfig, fuse, member_weights
 from releval.stage import entry
-
-ENCODING_FIGURES = ("dimension", "chunks_per_s", "tokens_per_s", "truncation_rate", "truncated_token_share")
-SPARSE_FIGURES = ("doc_nonzeros_mean", "query_nonzeros_mean")  # only where a member is a sparse model
-
-
-def first_figure(metas: list[dict], key: str):
-    return next((m["ops"][key] for m in metas if m["ops"].get(key) is not None), None)
-
-
-def fused_ops(metas: list[dict]) -> dict:
-    """Serving every member: index bytes, peak memory and latency add up (the sum of medians
-    approximates the fused median); encoding figures are those of the first member that has them."""
-    ops = {key: first_figure(metas, key) for key in ENCODING_FIGURES}
-    ops |= {key: value for key in SPARSE_FIGURES if (value := first_figure(metas, key)) is not None}
-    for key in ("index_bytes", "peak_rss_bytes", "latency_ms_p50", "latency_ms_p95"):
-        values = [m["ops"].get(key) for m in metas]  # an external run has no cost figures: the sum is unknown
-        ops[key] = None if any(v is None for v in values) else sum(values)
-    return ops
 
 
 def main() -> None:
@@ -73,7 +56,7 @@ def main() -> None:
         "chunking": next((m["chunking"] for m in metas if m.get("chunking")), runs.DOCUMENTS_UNIT),
         "fusion": {"name": fusion, **dataclasses.asdict(config)},
         "inputs": [m["config_id"] for m in metas],
-        "ops": fused_ops(metas),
+        "ops": operations.fused_figures(metas),
         "models": models,
         "queries": metas[0]["queries"],
     }

@@ -14,23 +14,16 @@ is appended to reports/holdout_access.jsonl first.
 """
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
-import polars as pl
-
 from releval import io, paths
-from releval.config import load_params, section
+from releval.config import load_params
 from releval.inputs.trec import write_trec_run
-from releval.judging.completeness import POSITIVES_ONLY_CAVEAT, metrics_for
 from releval.measurement import holdout, operations, scoring
-from releval.measurement.operations import describe_machine
-from releval.measurement.metrics import contract_from_params
 from releval.reporting.markdown import grid_markdown, table_quality_metrics
-from releval.retrieval import runs
 from releval.retrieval.chunking import titles_term
-from releval.stage import entry, warn
+from releval.stage import entry
 
 
 def main() -> None:
@@ -51,72 +44,36 @@ def main() -> None:
     parser.add_argument("--holdout-log", default=paths.HOLDOUT_LOG)
     args = parser.parse_args()
     params = load_params()
-    metric_cfg = section(params, "metric")
-    contract = contract_from_params(metric_cfg)
-    qrels = pl.read_parquet(args.qrels)
-    judgments = json.loads(Path(args.judgments_meta).read_text())
-    completeness = scoring.judged_completeness(judgments)
-    metrics, left_out = metrics_for(list(metric_cfg["metrics"]), completeness)
-    if left_out:
-        print(f"score: {', '.join(left_out)} not computed: {POSITIVES_ONLY_CAVEAT}")
-    queries = pl.read_parquet(args.queries)
-    run_dirs, stale = runs.grid_runs(section(params, "grid"), args.runs_root)
-    if stale:
-        names = ", ".join(f.as_posix() for f in stale)
-        warn(f"score: ignored {len(stale)} run folder(s) of configurations no longer in the grid: {names}")
-    # Opening the holdout is logged before anything is scored (an interrupted run stays on record).
-    scored, split_terms = holdout.scoring_selection(
-        queries,
-        args.split,
-        configs=[runs.read_meta(d)["config_id"] for d in run_dirs],
+    grid = scoring.score_grid(
+        params,
+        runs_root=args.runs_root,
+        qrels=args.qrels,
+        judgments_meta=args.judgments_meta,
+        queries=args.queries,
+        docs=args.docs,
+        split=args.split,
+        holdout_log=args.holdout_log,
         command=["python", *sys.argv],
-        log_path=args.holdout_log,
-        source=args.queries,
+        titles=titles_term(params),
     )
-    scored_set = scoring.scored_queries(scored, qrels)
-
-    results, per_query = {}, []
-    for run_dir in run_dirs:
-        scored_run = scoring.score_run(
-            run_dir, scored_set, metrics, contract, condensed=not completeness.positives_only
-        )
-        results[scored_run.config_id] = scored_run.result
-        per_query.append(scored_run.per_query)
+    for run_dir, scored_run in grid.runs:
         trec_path = Path(args.trec_dir) / scoring.trec_file_name(run_dir, args.runs_root)
         write_trec_run(trec_path, scored_run.document_run, tag=scored_run.config_id)
-    for result in results.values():
-        for message in result["warnings"]:
-            warn(message)
+    document, results, contract = grid.document, grid.results, grid.document["contract"]
 
-    dataset = section(params, "dataset.name")
-    documents = pl.scan_parquet(args.docs).select(pl.len()).collect().item()
-    document = scoring.metrics_document(
-        results,
-        contract,
-        {**metric_cfg, "metrics": metrics},
-        dataset,
-        judgments,
-        split_terms,
-        titles=titles_term(params),
-        documents=documents,
-    )
-    reports = Path(args.reports)
-    io.write_json(paths.rebase(paths.METRICS, paths.REPORTS, reports), document)
-    io.write_json(paths.rebase(paths.QUALITY, paths.REPORTS, reports), scoring.headline_document(document))
-    machine = operations.ops_document({cid: r["machine_ops"] for cid, r in results.items()}, describe_machine())
-    io.write_json(paths.rebase(paths.OPS, paths.REPORTS, reports), machine)
-    io.write_text(paths.rebase(paths.OPS_MD, paths.REPORTS, reports), operations.ops_markdown(machine))
-    io.write_json(paths.rebase(paths.LINEAGE, paths.REPORTS, reports), scoring.lineage_document(results))
-    io.write_parquet(paths.rebase(paths.PER_QUERY, paths.REPORTS, reports), scoring.per_query_table(per_query))
-    grid = grid_markdown(
-        results,
-        document["contract"],
-        table_quality_metrics(metrics),
-        metric_cfg["primary"],
-        saturation=document.get("saturation"),
-    )
-    io.write_text(paths.rebase(paths.GRID, paths.REPORTS, reports), grid)
-    print(f"score: {len(results)} configurations under judgments {judgments['version']}")
+    def out(path: str) -> Path:
+        return paths.rebase(path, paths.REPORTS, Path(args.reports))
+
+    io.write_json(out(paths.METRICS), document)
+    io.write_json(out(paths.QUALITY), scoring.headline_document(document))
+    io.write_json(out(paths.OPS), grid.machine)
+    io.write_text(out(paths.OPS_MD), operations.ops_markdown(grid.machine))
+    io.write_json(out(paths.LINEAGE), scoring.lineage_document(results))
+    io.write_parquet(out(paths.PER_QUERY), grid.per_query)
+    quality = table_quality_metrics(grid.metrics)
+    markdown = grid_markdown(results, contract, quality, contract["primary"], saturation=document.get("saturation"))
+    io.write_text(out(paths.GRID), markdown)
+    print(f"score: {len(results)} configurations under judgments {grid.judgments_version}")
 
 
 if __name__ == "__main__":

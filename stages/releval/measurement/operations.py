@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import platform
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from releval.retrieval.runs import LATENCY_PROTOCOL
@@ -40,6 +40,27 @@ def cost_figures(ops: Mapping[str, Any]) -> dict[str, Any]:
 def machine_figures(ops: Mapping[str, Any]) -> dict[str, Any]:
     """The figures of ``ops`` measured in time or memory on this machine."""
     return {key: value for key, value in ops.items() if key in MACHINE_FIGURES}
+
+
+# A fused run's figures taken from its first member that has them (encoding) and, for sparse members, their sizes.
+FUSED_ENCODING_FIGURES = ("dimension", "chunks_per_s", "tokens_per_s", "truncation_rate", "truncated_token_share")
+FUSED_SPARSE_FIGURES = ("doc_nonzeros_mean", "query_nonzeros_mean")  # only where a member is a sparse model
+
+
+def _first_figure(metas: Sequence[Mapping[str, Any]], key: str) -> Any:
+    return next((m["ops"][key] for m in metas if m["ops"].get(key) is not None), None)
+
+
+def fused_figures(metas: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The ``ops`` of a fused run from its members' run.json ``metas``. Serving every member: index bytes,
+    peak memory and latency add up (the sum of medians approximates the fused median); encoding figures
+    are those of the first member that has them."""
+    ops = {key: _first_figure(metas, key) for key in FUSED_ENCODING_FIGURES}
+    ops |= {key: value for key in FUSED_SPARSE_FIGURES if (value := _first_figure(metas, key)) is not None}
+    for key in ("index_bytes", "peak_rss_bytes", "latency_ms_p50", "latency_ms_p95"):
+        values = [m["ops"].get(key) for m in metas]  # an external run has no cost figures: the sum is unknown
+        ops[key] = None if any(v is None for v in values) else sum(values)
+    return ops
 
 
 def cpu_model() -> str:

@@ -16,6 +16,7 @@ block; and the recall cutoffs too deep for the corpus to separate systems (:func
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -26,22 +27,24 @@ import numpy as np
 import polars as pl
 
 from releval import io
+from releval.config import section
 from releval.errors import InputError
 from releval.judging.completeness import CONTRACT_KEY as CONTRACT_COMPLETENESS
-from releval.judging.completeness import POOLED, POSITIVES_ONLY, Completeness
-from releval.measurement import holdout
-from releval.retrieval import runs
-from releval.measurement import operations
+from releval.judging.completeness import POOLED, POSITIVES_ONLY, POSITIVES_ONLY_CAVEAT, Completeness, metrics_for
+from releval.measurement import holdout, operations
 from releval.measurement.metrics import (
     FIXED_TERMS,
     SATURATION_SHARE,
     Contract,
     Evaluation,
     condense,
+    contract_from_params,
     evaluate,
     parse_metric,
     saturated_cutoff,
 )
+from releval.retrieval import runs
+from releval.stage import warn
 
 JUDGED_WARNING = 0.5  # judged@k below this: the number leans on unjudged documents counted as 0
 CONDENSED_MARK = "'"  # ndcg@10' is nDCG@10 on the condensed list (Sakai's notation)
@@ -518,3 +521,92 @@ def per_query_table(frames: Sequence[pl.DataFrame]) -> pl.DataFrame:
 def trec_file_name(run_dir: Path, runs_root: str | Path) -> str:
     """The TREC run file of ``run_dir``: its path under ``runs_root``, ``/`` spelt ``__``."""
     return run_dir.relative_to(runs_root).as_posix().replace("/", "__") + ".trec"
+
+
+# --------------------------------------------------------------------------- the score stage
+
+
+@dataclass(frozen=True)
+class ScoredGrid:
+    """The score stage's records, computed: every run of the grid scored over the scored queries."""
+
+    runs: list[tuple[Path, ScoredRun]]  # (run folder, its scores) in the grid's order
+    document: dict[str, Any]  # metrics.json (:func:`metrics_document`)
+    machine: dict[str, Any]  # ops.json (:func:`releval.measurement.operations.ops_document`)
+    metrics: list[str]  # the metrics computed (positives-only judgments leave some out)
+    judgments_version: str
+
+    @property
+    def results(self) -> dict[str, dict[str, Any]]:
+        """config id -> its figures (:func:`config_result`)."""
+        return {scored.config_id: scored.result for _, scored in self.runs}
+
+    @property
+    def per_query(self) -> pl.DataFrame:
+        """per_query.parquet (:func:`per_query_table`)."""
+        return per_query_table([scored.per_query for _, scored in self.runs])
+
+
+def score_grid(
+    params: Mapping[str, Any],
+    *,
+    runs_root: str | Path,
+    qrels: str | Path,
+    judgments_meta: str | Path,
+    queries: str | Path,
+    docs: str | Path,
+    split: str,
+    holdout_log: str | Path,
+    command: Sequence[str],
+    titles: str | None,
+) -> ScoredGrid:
+    """stages/score.py's work: the grid's runs (params ``grid``) below ``runs_root`` scored under params
+    ``metric`` against ``qrels`` over the ``split``'s queries (opening the holdout is logged to
+    ``holdout_log`` first, naming ``command``), with metrics.json's contract (``titles``: the chunks'
+    titles term) and the saturated cutoffs of ``docs``' corpus. Prints what positives-only judgments
+    leave out and warns about stale run folders and thinly judged runs, as the stage reports them."""
+    metric_cfg = section(params, "metric")
+    contract = contract_from_params(metric_cfg)
+    qrels_table = pl.read_parquet(qrels)
+    judgments = json.loads(Path(judgments_meta).read_text())
+    completeness = judged_completeness(judgments)
+    metrics, left_out = metrics_for(list(metric_cfg["metrics"]), completeness)
+    if left_out:
+        print(f"score: {', '.join(left_out)} not computed: {POSITIVES_ONLY_CAVEAT}")
+    query_table = pl.read_parquet(queries)
+    run_dirs, stale = runs.grid_runs(section(params, "grid"), runs_root)
+    if stale:
+        names = ", ".join(f.as_posix() for f in stale)
+        warn(f"score: ignored {len(stale)} run folder(s) of configurations no longer in the grid: {names}")
+    # Opening the holdout is logged before anything is scored (an interrupted run stays on record).
+    scored, split_terms = holdout.scoring_selection(
+        query_table,
+        split,
+        configs=[runs.read_meta(d)["config_id"] for d in run_dirs],
+        command=list(command),
+        log_path=holdout_log,
+        source=str(queries),
+    )
+    scored_set = scored_queries(scored, qrels_table)
+    scored_runs = [
+        (run_dir, score_run(run_dir, scored_set, metrics, contract, condensed=not completeness.positives_only))
+        for run_dir in run_dirs
+    ]
+    results = {scored_run.config_id: scored_run.result for _, scored_run in scored_runs}
+    for result in results.values():
+        for message in result["warnings"]:
+            warn(message)
+    document = metrics_document(
+        results,
+        contract,
+        {**metric_cfg, "metrics": metrics},
+        section(params, "dataset.name"),
+        judgments,
+        split_terms,
+        titles=titles,
+        documents=pl.scan_parquet(docs).select(pl.len()).collect().item(),
+    )
+    machine = operations.ops_document(
+        {cid: r["machine_ops"] for cid, r in results.items()}, operations.describe_machine()
+    )
+    return ScoredGrid(scored_runs, document, machine, metrics, judgments["version"])
