@@ -22,6 +22,7 @@ import polars as pl
 import pytest
 import yaml
 
+from releval.commands import judge as judge_command
 from releval.errors import InputError
 from releval.judging import judgments as jmod
 from releval.judging import model_judge
@@ -208,16 +209,16 @@ def mini(tmp_path_factory) -> dict:
     return {"root": root, "set": set_dir, "pool": pool, "queries": queries, "docs": sorted(docs)}
 
 
-def judge_args(mini: dict, set_dir: Path, model: Path, *extra: str) -> argparse.Namespace:
+def judge_args(mini: dict, set_dir: Path, model: Path, *extra: str) -> model_judge.Request:
+    """The model judge's request as `releval judge SET_DIR --model CONFIG ...` reads it."""
     parser = argparse.ArgumentParser()
-    parser.add_argument("set_dir")
-    parser.add_argument("--parent")
-    parser.add_argument("--annotator")
-    model_judge.add_arguments(parser)
+    judge_command.configure(parser)
     root = mini["root"]
-    return parser.parse_args(
-        [str(set_dir), "--model", str(model), "--queries", str(root / "queries.jsonl"), "--corpus"]
-        + [str(root / "corpus.jsonl"), *extra]
+    return judge_command.model_judge_request(
+        parser.parse_args(
+            [str(set_dir), "--model", str(model), "--queries", str(root / "queries.jsonl"), "--corpus"]
+            + [str(root / "corpus.jsonl"), *extra]
+        )
     )
 
 
@@ -323,7 +324,7 @@ def test_the_weak_similarity_judge_is_refused_below_min_kappa_and_accepted_above
     assert grades["grade"].to_list() == np.searchsorted(shipped["thresholds"], cosines, side="right").tolist()
 
     args = judge_args(mini, set_dir, config, "--parent", str(mini["set"]), "--min-kappa", f"{kappa - 0.05:.4f}")
-    args.pool = str(mini["root"] / "pool.jsonl")
+    args = dataclasses.replace(args, pool=str(mini["root"] / "pool.jsonl"))
     capsys.readouterr()
     assert model_judge.run(args) == 0
     out = capsys.readouterr().out  # the refused run's answers are reused, not computed again
@@ -405,7 +406,7 @@ def test_a_version_elsewhere_keeps_the_rubric_the_judge_was_prompted_with(tmp_pa
         config = judge_config(tmp_path / "judge.yaml", endpoint.base_url)
         for set_dir in (tmp_path / "elsewhere" / "m1", tmp_path / "other" / "m1"):
             args = judge_args(mini, set_dir, config, "--parent", str(project / "data/judgments/v3"))
-            args.pool = str(mini["root"] / "pool.jsonl")
+            args = dataclasses.replace(args, pool=str(mini["root"] / "pool.jsonl"))
             assert model_judge.run(args) == 0
             written, problems = jmod.validate_version(set_dir)
             assert problems == [] and written.manifest.rubric == "RUBRIC.md"

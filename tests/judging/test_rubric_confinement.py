@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from releval.commands import judge as judge_command
 from releval.errors import InputError
 from releval.judging import judgments as jmod
 from releval.judging import model_judge
@@ -113,14 +114,11 @@ def test_the_judging_page_and_the_model_judge_refuse_such_a_set(tmp_path):
     config = tmp_path / "judge.yaml"  # nothing listens there: a request sent would fail differently
     config.write_text("kind: openai\nbase_url: http://127.0.0.1:9/v1\nmodel: m\ntemperature: 0\n")
     parser = argparse.ArgumentParser()
-    parser.add_argument("set_dir")
-    parser.add_argument("--parent")
-    parser.add_argument("--annotator")
-    model_judge.add_arguments(parser)
+    judge_command.configure(parser)
     args = parser.parse_args(
         [str(set_dir.parent / "v2"), "--parent", str(set_dir), "--model", str(config)]
         + ["--queries", str(tmp_path / "q.jsonl"), "--corpus", str(tmp_path / "c.jsonl")]
     )
     with pytest.raises(InputError, match=r"manifest\.yaml:5: field 'rubric': .* is outside") as caught:
-        model_judge.run(args)
+        model_judge.run(judge_command.model_judge_request(args))
     assert SECRET not in str(caught.value) and not (set_dir.parent / "v2").exists()

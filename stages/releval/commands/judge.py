@@ -36,6 +36,7 @@ not leave behind). Another annotator of the same set starts his own beside it.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import threading
 import time
@@ -46,7 +47,7 @@ from releval.judging import model_judge
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    model_judge.add_arguments(parser.add_argument_group("model judge"))  # light: imports no model library
+    add_model_judge_arguments(parser.add_argument_group("model judge"))
     page = parser.add_argument_group("the judging page")
     _add(
         parser,
@@ -77,6 +78,39 @@ def configure(parser: argparse.ArgumentParser) -> None:
     _add(parser, page, "--no-browser", action="store_true", help="print the page's address; open no browser")
 
 
+def add_model_judge_arguments(group: argparse._ActionsContainer) -> None:
+    """The model judge's options (:class:`releval.judging.model_judge.Request`)."""
+    group.add_argument("--model", metavar="CONFIG", help="judge config (YAML), e.g. conf/judge/vllm.yaml")
+    group.add_argument(
+        "--min-kappa",
+        type=float,
+        default=0.6,
+        help="refuse the judge when its linear weighted kappa against the human reference is below this (0.6)",
+    )
+    group.add_argument(
+        "--max-failure-rate",
+        type=float,
+        default=0.05,
+        help="refuse the judge when more than this share of its calibration answers is unparseable (0.05)",
+    )
+    group.add_argument("--calibrate-only", action="store_true", help="write SET_DIR/calibration.json and stop")
+    group.add_argument(
+        "--pool", metavar="FILE", help="pairs to grade: a pool file (.csv/.jsonl); default: the grid's judging debt"
+    )
+    group.add_argument("--depth", type=int, help="judging debt: top-k documents (default: the contract's judged@k)")
+    group.add_argument("--queries", help="query file for the texts (default: params dataset.queries)")
+    group.add_argument("--queries-format", help="its format (default: params dataset.queries.format, else jsonl)")
+    group.add_argument("--corpus", help="corpus for the texts (default: params dataset.corpus)")
+    group.add_argument("--corpus-format", help="its format (default: params dataset.corpus.format, else jsonl)")
+    group.add_argument("--date", help="date of the new version (default today), YYYY-MM-DD")
+
+
+def model_judge_request(args: argparse.Namespace) -> model_judge.Request:
+    """The model judge's part of the command line."""
+    fields = [field.name for field in dataclasses.fields(model_judge.Request)]
+    return model_judge.Request(**{name: getattr(args, name) for name in fields if hasattr(args, name)})
+
+
 def _add(parser: argparse.ArgumentParser, group, name: str, **kwargs) -> None:
     """Add an option unless the model judge's group already declared it (the two share SET_DIR, --pool...)."""
     dest = kwargs.get("dest") or name.lstrip("-").replace("-", "_")
@@ -87,8 +121,8 @@ def _add(parser: argparse.ArgumentParser, group, name: str, **kwargs) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if getattr(args, "model", None):
-        return model_judge.run(args)
-    from releval.judging import web
+        return model_judge.run(model_judge_request(args))
+    from releval.judging import web  # the page's server and its imports (0.2 s): not for the model judge
 
     if not getattr(args, "set_dir", None):
         raise InputError("name the judgment version to write into: releval judge SET_DIR", field="set_dir")

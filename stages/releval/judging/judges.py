@@ -35,14 +35,11 @@ import json
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from releval.errors import InputError
+from releval.judging.judgments import MODEL_PREFIX, JudgmentSet
 
-if TYPE_CHECKING:
-    from releval.judging.judgments import JudgmentSet
-
-MODEL_PREFIX = "model:"
 KINDS = ("openai", "similarity")
 # Refusals that no retry mends: this many in a row stop the judge (one error, no more requests).
 STOP_STATUSES = {401: "api_key_env", 403: "api_key_env", 404: "base_url"}  # status -> the config key to check

@@ -61,7 +61,6 @@ from releval import io
 from releval.errors import InputError
 from releval.judging.completeness import Completeness, default_for_format
 from releval.judging.completeness import parse as parse_completeness
-from releval.judging.judges import MODEL_PREFIX
 from releval.inputs.corpus import judgments_file, read_judgments
 from releval.inputs.schemas import (
     Record,
@@ -74,6 +73,8 @@ from releval.inputs.schemas import (
 from releval.measurement.metrics import GAINS, grade_gains
 from releval.tables import JUDGMENTS, QRELS
 
+# An annotator id starting with this is a model judge's (releval.judging.judges.annotator_identity), not a person's.
+MODEL_PREFIX = "model:"
 MANIFEST_NAME = "manifest.yaml"
 JUDGMENTS_NAME = "judgments.jsonl"
 MANIFEST_KEYS = ("version", "parent", "date", "scale", "rubric", "annotators", "judgments_sha256")

@@ -68,7 +68,6 @@ computed from the labels, so it holds in every later version; reports can score 
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import hashlib
 import json
@@ -80,7 +79,6 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from releval.errors import InputError
 from releval.judging.judges import (
-    MODEL_PREFIX,
     OpenAIJudge,
     PairText,
     SimilarityJudge,
@@ -88,6 +86,7 @@ from releval.judging.judges import (
     canonical_sha256,
     load_judge,
 )
+from releval.judging.judgments import MODEL_PREFIX
 
 if TYPE_CHECKING:  # the heavy modules are imported where they are used: the CLI imports this module
     import polars as pl
@@ -109,51 +108,48 @@ REFERENCE_RULE = (
 # --------------------------------------------------------------------------- the command line
 
 
-def add_arguments(group: argparse._ActionsContainer) -> None:
-    group.add_argument("--model", metavar="CONFIG", help="judge config (YAML), e.g. conf/judge/vllm.yaml")
-    group.add_argument(
-        "--min-kappa",
-        type=float,
-        default=0.6,
-        help="refuse the judge when its linear weighted kappa against the human reference is below this (0.6)",
-    )
-    group.add_argument(
-        "--max-failure-rate",
-        type=float,
-        default=0.05,
-        help="refuse the judge when more than this share of its calibration answers is unparseable (0.05)",
-    )
-    group.add_argument("--calibrate-only", action="store_true", help="write SET_DIR/calibration.json and stop")
-    group.add_argument(
-        "--pool", metavar="FILE", help="pairs to grade: a pool file (.csv/.jsonl); default: the grid's judging debt"
-    )
-    group.add_argument("--depth", type=int, help="judging debt: top-k documents (default: the contract's judged@k)")
-    group.add_argument("--queries", help="query file for the texts (default: params dataset.queries)")
-    group.add_argument("--queries-format", help="its format (default: params dataset.queries.format, else jsonl)")
-    group.add_argument("--corpus", help="corpus for the texts (default: params dataset.corpus)")
-    group.add_argument("--corpus-format", help="its format (default: params dataset.corpus.format, else jsonl)")
-    group.add_argument("--date", help="date of the new version (default today), YYYY-MM-DD")
+@dataclass(frozen=True)
+class Request:
+    """What `releval judge SET_DIR --model CONFIG` asks of the model judge (its options, as
+    :mod:`releval.commands.judge` reads them)."""
+
+    set_dir: str | None  # the new judgment version
+    model: str | None  # the judge's config (YAML)
+    parent: str | None = None  # the version it revises (default: the active judgment version)
+    annotator: str | None = None  # must be the judge's identity when given
+    min_kappa: float = 0.6  # refuse the judge below this kappa against the human reference
+    max_failure_rate: float = 0.05  # refuse it above this share of unparseable calibration answers
+    calibrate_only: bool = False
+    pool: str | None = None  # pairs to grade (default: the grid's judging debt)
+    depth: int | None = None  # the judging debt's depth
+    queries: str | None = None
+    queries_format: str | None = None
+    corpus: str | None = None
+    corpus_format: str | None = None
+    date: str | None = None  # of the new version
 
 
-def run(args: argparse.Namespace) -> int:
+def run(request: Request) -> int:
     """Calibrate the judge; accepted and not ``--calibrate-only``, grade the pool into SET_DIR."""
-    if not getattr(args, "model", None):
+    if not request.model:
         raise InputError("the model judge needs --model CONFIG", file="<command line>", field="model")
-    if not getattr(args, "set_dir", None):
+    if not request.set_dir:
         raise InputError("name the new judgment version: releval judge SET_DIR --model CONFIG", field="set_dir")
-    set_dir = Path(args.set_dir)
+    set_dir = Path(request.set_dir)
     params = _params_if_any()
     from releval.judging.judgments import active_set_path
 
-    parent_dir = Path(args.parent) if getattr(args, "parent", None) else active_set_path(params)
+    parent_dir = Path(request.parent) if request.parent else active_set_path(params)
     _check_new_version(set_dir, parent_dir)
-    _check_limits(args.min_kappa, args.max_failure_rate)
-    texts = TextSource.from_args(args, parent_dir)
+    _check_limits(request.min_kappa, request.max_failure_rate)
+    texts = TextSource.resolve(
+        parent_dir, request.queries, request.queries_format, request.corpus, request.corpus_format
+    )
     from releval.judging import judgments as jmod
 
     parent = jmod.load_version(parent_dir)
-    judge = load_judge(Path(args.model), parent)
-    annotator = getattr(args, "annotator", None)
+    judge = load_judge(Path(request.model), parent)
+    annotator = request.annotator
     if annotator and annotator != judge.identity:
         raise InputError(
             f"a model judge's annotator is its identity {judge.identity!r}, not {annotator!r}; leave --annotator out",
@@ -165,7 +161,7 @@ def run(args: argparse.Namespace) -> int:
     if journal.note():
         print(journal.note())
     print(f"judge: {judge.identity} ({judge.kind}); calibrating against the double-judged pairs of {parent.version}")
-    calibration = calibrate(judge, parent, texts, args.min_kappa, args.max_failure_rate, journal=journal)
+    calibration = calibrate(judge, parent, texts, request.min_kappa, request.max_failure_rate, journal=journal)
     set_dir.mkdir(parents=True, exist_ok=True)
     _write_json(set_dir / CALIBRATION_NAME, calibration.to_dict())
     sys.stdout.write(calibration.render())
@@ -174,14 +170,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"REFUSED: {calibration.reason}; only {set_dir / CALIBRATION_NAME} was written{kept}")
         return 1
     print(f"accepted: {calibration.reason} -> {set_dir / CALIBRATION_NAME}")
-    if args.calibrate_only:
+    if request.calibrate_only:
         return 0
-    pairs, pool_source = pool_pairs(args, params, parent, texts)
+    pairs, pool_source = pool_pairs(request.pool, request.depth, params, parent, texts)
     if not pairs:
         print(f"no unjudged pairs in {pool_source}: nothing to grade; only {set_dir / CALIBRATION_NAME} was written")
         return 0
     written = grade_into_version(
-        judge, pairs, pool_source, parent, set_dir, calibration, texts, args.date, journal=journal
+        judge, pairs, pool_source, parent, set_dir, calibration, texts, request.date, journal=journal
     )
     print(written.summary())
     return 0 if written.added else 1
@@ -280,13 +276,19 @@ class TextSource:
     _docs: dict[str, tuple[str, str]] | None = None
 
     @classmethod
-    def from_args(cls, args: argparse.Namespace, parent_dir: Path) -> "TextSource":
-        """``--queries``/``--corpus``, else the pipeline's tables when the parent belongs to the active
-        dataset, else the files of the parent's dataset (:mod:`releval.inputs.datasets`)."""
+    def resolve(
+        cls,
+        parent_dir: Path,
+        queries: str | None = None,
+        queries_format: str | None = None,
+        corpus: str | None = None,
+        corpus_format: str | None = None,
+    ) -> "TextSource":
+        """``queries``/``corpus`` (``--queries``/``--corpus``), else the pipeline's tables when the parent
+        belongs to the active dataset, else the files of the parent's dataset (:mod:`releval.inputs.datasets`)."""
         from releval import paths
         from releval.inputs.datasets import active_dataset, dataset_of_set, references_for
 
-        queries, corpus = getattr(args, "queries", None), getattr(args, "corpus", None)
         own, active = dataset_of_set(parent_dir).dataset, active_dataset()
         tables = _first_file(paths.QUERIES) and _first_file(paths.DOCS)
         if queries is None and corpus is None and tables and own and active and own.name == active.name:
@@ -294,9 +296,9 @@ class TextSource:
         references = references_for(
             parent_dir,
             queries=queries,
-            queries_format=getattr(args, "queries_format", None),
+            queries_format=queries_format,
             corpus=corpus,
-            corpus_format=getattr(args, "corpus_format", None),
+            corpus_format=corpus_format,
         )
         queries_format = "jsonl" if references.queries_format == "releval" else references.queries_format
         return cls(references.queries, queries_format, references.corpus, references.corpus_format)
@@ -521,13 +523,14 @@ def calibrate(
 
 
 def pool_pairs(
-    args: argparse.Namespace, params: dict[str, Any], parent: "JudgmentSet", texts: TextSource
+    pool: str | None, depth: int | None, params: dict[str, Any], parent: "JudgmentSet", texts: TextSource
 ) -> tuple[list[tuple[str, str]], str]:
-    """(pairs to grade, where they come from): --pool FILE or the grid's debt, less the parent's pairs."""
+    """(pairs to grade, where they come from): the ``pool`` file (--pool FILE) or the grid's debt at
+    ``depth``, less the parent's pairs."""
     from releval.judging.pool import debt_pairs, read_pool_pairs
 
-    if getattr(args, "pool", None):
-        pairs, source = read_pool_pairs(args.pool), str(args.pool)
+    if pool:
+        pairs, source = read_pool_pairs(pool), str(pool)
     else:
         if not params:
             raise InputError("no params.yaml: the judging debt needs the grid; give --pool FILE", file="params.yaml")
@@ -535,7 +538,7 @@ def pool_pairs(
         pairs, depth = debt_pairs(
             params,
             base,
-            getattr(args, "depth", None),
+            depth,
             texts.queries,
             texts.queries_format,
             texts.corpus,
