@@ -31,7 +31,8 @@ from releval.measurement import scoring
 from releval.measurement.metrics import contract_from_params, parse_metric
 from releval.inputs import trec
 from releval.errors import InputError, InputErrors
-from releval.inputs.corpus import read_docs
+from releval.config import section
+from releval.inputs.corpus import read_docs, read_queries
 from releval.inputs.datasets import references_for
 from releval.inputs.schemas import Record, raise_all, read_jsonl
 from releval.judging import judgments as jmod
@@ -97,8 +98,6 @@ def read_query_texts(path: str | Path, fmt: str = "jsonl") -> pl.DataFrame:
         except Exception as exc:  # polars raises several types
             raise InputError(f"not a readable query table: {exc}", file=str(path), field="path") from None
         return frame.select(pl.col("query_id").cast(pl.Utf8), pl.col("text").cast(pl.Utf8))
-    from releval.inputs.corpus import read_queries
-
     return read_queries(path, fmt).select("query_id", "text")
 
 
@@ -388,9 +387,6 @@ def debt_pairs(
 ) -> tuple[list[tuple[str, str]], int]:
     """The grid's judging debt against the judgment set ``base`` (params-style: path, format, version),
     as `releval pool --missing` computes it: (pairs, depth; default the contract's judged@k)."""
-    from releval import paths
-    from releval.config import section
-
     metric_cfg = section(params, "metric")
     if depth is None:
         depth = judged_depth(section(params, "metric.metrics"), metric_cfg.get("primary"))
