@@ -118,7 +118,7 @@ bench-incremental: setup
 	$(BIN)/python benchmarks/bench_incremental.py
 
 # Sampled judging on pydocs: infNDCG@10 and infAP from 10-50% samples of the grid's top-10 pool against the
-# full v3 judgments, 200 seeds per rate (bias, RMSE, interval coverage; ~30 min on one core).
+# full v3 judgments, 200 seeds per rate (bias, RMSE, interval coverage; about 20 min on one core).
 bench-inferred: setup
 	$(BIN)/python benchmarks/bench_inferred.py
 
