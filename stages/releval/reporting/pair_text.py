@@ -34,7 +34,7 @@ def _change(change: stats.QueryChange | None, texts: Mapping[str, str]) -> str:
     return f"{change.query_id}{short(texts.get(change.query_id))} {change.baseline:.4f} → {change.candidate:.4f}"
 
 
-def pair_thin_evidence(report: PairReport) -> str | None:
+def _thin_evidence(report: PairReport) -> str | None:
     """:func:`~releval.reporting.text.thin_evidence` of an inconclusive primary comparison (a verdict, or
     its absence for a coverage reason, is not a question of how many queries)."""
     return thin_evidence(report.power, report.metric) if report.thin else None
@@ -73,7 +73,7 @@ def render_pair(report: PairReport, family: str = "comparisons") -> str:
         f"best: {_change(p.best_improvement, report.texts)}",
         f"6. power: {power_sentence(report.power)}",
     ]
-    thin = pair_thin_evidence(report)
+    thin = _thin_evidence(report)
     if thin is not None:
         lines.append(f"   thin evidence: {thin}")
     if report.coverage is not None:
@@ -123,7 +123,7 @@ def pair_to_dict(report: PairReport) -> dict[str, Any]:
         "kind": report.kind,
         "primary": _comparison_dict(report.primary, report.texts),
         "power": report.power.to_dict(),
-        "thin_evidence": pair_thin_evidence(report),
+        "thin_evidence": _thin_evidence(report),
         "secondary": {name: _comparison_dict(c, report.texts) for name, c in report.secondary.items()},
         "slices": {r.name: _comparison_dict(r.comparison, report.texts) for r in report.slices},
         "minimum_slice_queries": stats.MIN_SLICE_QUERIES,

@@ -14,9 +14,9 @@ from releval.measurement import stats
 from releval.measurement.pair import IGNORED_CONTRACT_FIELDS
 
 # Contract fields that describe the evaluation set (line 2) rather than the metric (line 3).
-EVALUATION_SET_FIELDS = ("dataset", "judgments_version", "judgments_sha256", "queries", "split", "pooling")
+_EVALUATION_SET_FIELDS = ("dataset", "judgments_version", "judgments_sha256", "queries", "split", "pooling")
 # Terms a reader checks first, in this order; any others follow in the order given.
-CONTRACT_ORDER = ("gain", "ties", "rel_threshold", "no_relevant", "missing_in_run", "collapse")
+_CONTRACT_ORDER = ("gain", "ties", "rel_threshold", "no_relevant", "missing_in_run", "collapse")
 
 
 def signed(value: float) -> str:
@@ -64,8 +64,8 @@ def describe_evaluation_set(contract: Mapping[str, Any], n_queries: int, slice_n
 
 
 def describe_contract(contract: Mapping[str, Any], metric: str) -> str:
-    skip = set(EVALUATION_SET_FIELDS) | IGNORED_CONTRACT_FIELDS
-    keys = [k for k in CONTRACT_ORDER if k in contract] + [k for k in contract if k not in CONTRACT_ORDER]
+    skip = set(_EVALUATION_SET_FIELDS) | IGNORED_CONTRACT_FIELDS
+    keys = [k for k in _CONTRACT_ORDER if k in contract] + [k for k in contract if k not in _CONTRACT_ORDER]
     fields = [f"{key}={contract[key]}" for key in keys if key not in skip]
     return f"{metric} under " + "; ".join(fields) if fields else metric
 
