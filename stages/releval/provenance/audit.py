@@ -1852,21 +1852,9 @@ class AllAudit:
         lineage = {cid: self.true_lineage(cid) for cid in order}
         run_metas = {cid: dict(self.rescored[cid].meta or {}) for cid in order}
         warnings = er.configuration_warnings(configs, run_metas, contract)
-        observations = []
-        for cid in order:
-            rows = per_query.filter(pl.col("config_id") == cid)
-            computed = cards.slice_means(rows, slices, contract["metrics"]) if slices else {}
-            observations.append(
-                cards.build_observation(
-                    card,
-                    cid,
-                    configs[cid],
-                    lineage[cid],
-                    run_metas[cid],
-                    slices=computed,
-                    warnings=warnings.get(cid, []),
-                )
-            )
+        observations = er.build_observations(
+            card, configs, per_query, slices, lineage, run_metas, warnings, contract["metrics"]
+        )
         links = []
         if self.declared(observations_file):
             links.append(

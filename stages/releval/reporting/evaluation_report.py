@@ -10,7 +10,7 @@ write.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -138,21 +138,9 @@ def build_report(
     )
     cards.validate_card(card, str(paths.rebase(paths.CARD, paths.REPORTS, inputs.reports)))
     warnings = configuration_warnings(configs, run_metas, contract)
-    observations = []
-    for cid in configs:
-        rows = inputs.per_query.filter(pl.col("config_id") == cid)
-        computed = cards.slice_means(rows, slices, contract["metrics"]) if slices else {}
-        observations.append(
-            cards.build_observation(
-                card,
-                cid,
-                configs[cid],
-                lineage.get(cid, {}),
-                run_metas[cid],
-                slices=computed,
-                warnings=warnings.get(cid, []),
-            )
-        )
+    observations = build_observations(
+        card, configs, inputs.per_query, slices, lineage, run_metas, warnings, contract["metrics"]
+    )
     observations_doc = {"card_id": card["card_id"], "observations": observations}
     cards.validate_observations(
         observations_doc, card, str(paths.rebase(paths.OBSERVATIONS, paths.REPORTS, inputs.reports))
@@ -215,6 +203,36 @@ def build_report(
         primary=primary,
         baseline=baseline,
     )
+
+
+def build_observations(
+    card: Mapping[str, Any],
+    configs: Mapping[str, Any],
+    per_query: pl.DataFrame,
+    slices: Mapping[str, Sequence[str]],
+    lineage: Mapping[str, Any],
+    run_metas: Mapping[str, Any],
+    warnings: Mapping[str, list[str]],
+    metrics: Sequence[str],
+) -> list[dict[str, Any]]:
+    """One observation per configuration under ``card`` (:func:`releval.provenance.card.build_observation`),
+    with its means of ``metrics`` over each slice (slice name -> its scored queries)."""
+    observations = []
+    for cid in configs:
+        rows = per_query.filter(pl.col("config_id") == cid)
+        computed = cards.slice_means(rows, slices, metrics) if slices else {}
+        observations.append(
+            cards.build_observation(
+                card,
+                cid,
+                configs[cid],
+                lineage.get(cid, {}),
+                run_metas[cid],
+                slices=computed,
+                warnings=warnings.get(cid, []),
+            )
+        )
+    return observations
 
 
 def document_runs(lineage: Mapping[str, Any], configs: list[str], scored_ids: list[str]) -> dict[str, pl.DataFrame]:

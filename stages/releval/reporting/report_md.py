@@ -46,16 +46,50 @@ def report_markdown(
     """report.md: a conclusion, the grid with intervals, comparisons against the baseline (one
     verdict each: the grid's Holm-adjusted one, or coverage-confounded), slices, the worst
     queries, the card and the warnings. ``figures`` holds every statistic shown (with the winner at
-    each relevance threshold when it was computed); ``reports``: the folder it is written to, named
-    with the plots and machine figures beside it.
+    each relevance threshold when it was computed); ``ranked``: the observations, best first
+    (:func:`releval.provenance.card.rank_observations`); ``reports``: the folder it is written to,
+    named with the plots and machine figures beside it.
 
     The grid shows judged@k as columns and marks a saturated recall cutoff ``1.0000 (sat.)``
     (``figures.saturation``)."""
-    ci = {row["config_id"]: row for row in figures.intervals}
 
     def here(path: str) -> str:
         return paths.rebase(path, paths.REPORTS, reports).as_posix()
 
+    lines = [
+        f"# releval report: {card['dataset']}",
+        "",
+        *conclusion_markdown(figures.grid, configs, primary),
+        "",
+        f"Card `{card['card_id']}`; judgments {card['judgments']['version']}; "
+        f"{card['queries']['count']} queries scored (split {card['queries']['split']}); "
+        f"baseline `{baseline}`. Plots: {here(paths.REPORT_HTML)} (opens offline), {here(paths.PLOTS)}/*.png.",
+        "",
+        *_grid_section(ranked, figures, configs, contract, primary),
+        "",
+        f"Intervals: percentile bootstrap over queries, {resamples} resamples, seed {seed}. "
+        f"Throughput, latency and memory depend on the machine: {here(paths.OPS_MD)}.",
+        "",
+    ]
+    notes = [
+        saturation_note(figures.saturation, table_quality_metrics(contract["metrics"])),
+        coverage_note(configs, contract),
+    ]
+    lines += [line for note in notes if note for line in (note, "")]
+    lines += _baseline_section(figures, baseline, primary)
+    lines += _slices_section(ranked, figures.slices, primary)
+    lines += _worst_section(figures, primary)
+    lines += ["", "## Evaluation card", "", cards.card_markdown(card), ""]
+    lines += _warnings_section(card, configs, warnings)
+    return "\n".join(lines) + "\n"
+
+
+def _grid_section(
+    ranked: Sequence[Any], figures: ReportFigures, configs: Mapping[str, Any], contract: Mapping[str, Any], primary: str
+) -> list[str]:
+    """The grid: each configuration, best first, with its primary's interval, the other quality
+    metrics, judged@k and its size and truncation."""
+    ci = {row["config_id"]: row for row in figures.intervals}
     quality = table_quality_metrics(contract["metrics"])
     coverage = [m for m in contract["metrics"] if m.startswith("judged@")]
     saturated = figures.saturation["saturated"]
@@ -67,16 +101,7 @@ def report_markdown(
         "index MB",
         "truncated",
     ]
-    grid = figures.grid
     lines = [
-        f"# releval report: {card['dataset']}",
-        "",
-        *conclusion_markdown(grid, configs, primary),
-        "",
-        f"Card `{card['card_id']}`; judgments {card['judgments']['version']}; "
-        f"{card['queries']['count']} queries scored (split {card['queries']['split']}); "
-        f"baseline `{baseline}`. Plots: {here(paths.REPORT_HTML)} (opens offline), {here(paths.PLOTS)}/*.png.",
-        "",
         "## Grid",
         "",
         "| " + " | ".join(header) + " |",
@@ -94,34 +119,30 @@ def report_markdown(
             format_cell(ops.get("truncation_rate"), "{:.1%}"),
         ]
         lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def _baseline_section(figures: ReportFigures, baseline: str, primary: str) -> list[str]:
+    """The grid's comparison with the baseline, then each configuration's pair with the grid's verdict."""
+    lines = [f"## Against the baseline `{baseline}`", ""]
+    grid = figures.grid
+    if grid is None:
+        return lines + ["Only one configuration was scored; nothing to compare.", ""]
+    lines += ["```", render_grid(grid), "```", ""]
     lines += [
-        "",
-        f"Intervals: percentile bootstrap over queries, {resamples} resamples, seed {seed}. "
-        f"Throughput, latency and memory depend on the machine: {here(paths.OPS_MD)}.",
+        f"Each block's {primary} verdict is the grid's: Holm-adjusted over the {len(grid.rows)} "
+        f"comparisons with `{baseline}`. Secondary metrics and slices are adjusted within their block; "
+        f"a slice of fewer than {stats.MIN_SLICE_QUERIES} queries gets no verdict.",
         "",
     ]
-    notes = [
-        saturation_note(figures.saturation, quality),
-        coverage_note(configs, contract),
-    ]
-    lines += [line for note in notes if note for line in (note, "")]
+    for pair in figures.pairs.values():
+        lines += ["```", render_pair(pair, family="configurations"), "```", ""]
+    return lines
 
-    lines += [f"## Against the baseline `{baseline}`", ""]
-    if grid is not None:
-        lines += ["```", render_grid(grid), "```", ""]
-        lines += [
-            f"Each block's {primary} verdict is the grid's: Holm-adjusted over the {len(grid.rows)} "
-            f"comparisons with `{baseline}`. Secondary metrics and slices are adjusted within their block; "
-            f"a slice of fewer than {stats.MIN_SLICE_QUERIES} queries gets no verdict.",
-            "",
-        ]
-        for pair in figures.pairs.values():
-            lines += ["```", render_pair(pair, family="configurations"), "```", ""]
-    else:
-        lines += ["Only one configuration was scored; nothing to compare.", ""]
 
-    lines += ["## Slices", ""]
-    slices = figures.slices
+def _slices_section(ranked: Sequence[Any], slices: Mapping[str, int], primary: str) -> list[str]:
+    """Each configuration's primary per slice (the observations' slice means)."""
+    lines = ["## Slices", ""]
     if slices:
         names = list(slices)
         lines += [
@@ -141,9 +162,11 @@ def report_markdown(
         )
     else:
         lines.append("No slices declared (the queries carry no `slices`).")
-    lines.append("")
+    return lines + [""]
 
-    lines += [f"## Worst queries ({primary}, mean over configurations)", ""]
+
+def _worst_section(figures: ReportFigures, primary: str) -> list[str]:
+    lines = [f"## Worst queries ({primary}, mean over configurations)", ""]
     lines += ["| query | text | relevant | mean | baseline | best |", "|---|---|---:|---:|---:|---:|"]
     for query in figures.worst:
         text = " ".join(str(query.text).split())
@@ -152,9 +175,13 @@ def report_markdown(
             f"| {query.query_id} | {text.replace('|', '/')} | {query.relevant} | {query.mean:.4f} | "
             f"{format_cell(query.baseline)} | {query.best:.4f} |"
         )
-    lines += ["", "## Evaluation card", "", cards.card_markdown(card), ""]
+    return lines
 
-    lines += ["## Warnings", ""]
+
+def _warnings_section(
+    card: Mapping[str, Any], configs: Mapping[str, Any], warnings: Mapping[str, list[str]]
+) -> list[str]:
+    lines = ["## Warnings", ""]
     messages = [m for cid in configs for m in warnings.get(cid, [])]
     lines += [f"- {m}" for m in messages] if messages else ["None."]
     if card["code"]["dirty"]:
@@ -162,7 +189,7 @@ def report_markdown(
             f"- the code or configuration differs from commit {card['code']['commit']} "
             f"({len(card['code']['dirty_paths'])} path(s)); commit before reporting these numbers"
         )
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def conclusion_markdown(grid: GridReport | None, configs: Mapping[str, Any], primary: str) -> list[str]:
