@@ -163,3 +163,13 @@ def test_contracts_record_the_kind(tmp_path):
     found = comp.from_contract({"completeness": "positives-only"})
     assert found.positives_only and not comp.from_contract({}).positives_only
     assert pair  # the comparison code reads the same term
+
+
+def test_reports_recorded_before_the_term_compare_as_pooled():
+    """main's reports, scored before contracts recorded completeness, are pooled ones: a CI gate of a new
+    run against them was refused ("contracts differ in completeness: baseline '<absent>', candidate 'pooled'")."""
+    from releval.measurement.metrics import contract_differences
+
+    old = {"judgments_sha256": "ab" * 32, "gain": "exponential"}
+    assert contract_differences(old, {**old, "completeness": "pooled"}) == []
+    assert contract_differences(old, {**old, "completeness": "positives-only"}) == ["completeness"]

@@ -160,8 +160,17 @@ def ensure_same_contract(a: Contract | Mapping[str, Any], b: Contract | Mapping[
         raise ContractMismatchError(f"numbers computed under different contracts cannot be compared: {detail}")
 
 
+# Terms added to recorded contracts after numbers were already reported, with what every contract
+# recorded before them meant: a contract without the term is compared as if it recorded this value.
+TERMS_ADDED_LATER = {"completeness": "pooled"}  # releval.judging.completeness: the sets were all pooled
+
+
 def _contract_terms(contract: Contract | Mapping[str, Any]) -> dict[str, Any]:
-    return contract.to_dict() if isinstance(contract, Contract) else dict(contract)
+    terms = contract.to_dict() if isinstance(contract, Contract) else dict(contract)
+    if "judgments_sha256" in terms:  # a recorded contract (not the engine's terms alone)
+        for key, value in TERMS_ADDED_LATER.items():
+            terms.setdefault(key, value)
+    return terms
 
 
 def _require_choice(field: str, value: object, choices: tuple[str, ...]) -> None:

@@ -771,7 +771,8 @@ def _stage_links(
 
 
 NOT_HERE = (
-    "neither this copy nor the local DVC cache holds it; `dvc pull` (from a remote) or `dvc repro` brings it back"
+    "neither this copy nor the local DVC cache holds it; `dvc repro` makes it again, `dvc pull` (from a remote) "
+    "brings it back unless dvc.yaml declares it `cache: false` (the model folders: never pushed)"
 )
 
 
