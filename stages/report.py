@@ -1,7 +1,7 @@
 """DVC stage `report`: the evaluation card, observations, plots and a readable report of the grid.
 
 Reads reports/metrics.json, per_query.parquet and lineage.json (written by `score`), params.yaml,
-data/work/* (documents, queries, judgments, runs) and the holdout access log; writes
+data/work/* (documents, queries, judgments, runs, chunks) and the holdout access log; writes
 
 * reports/card.json          the evaluation card (releval.provenance.card), validated
 * reports/observations.json  one observation per configuration under that card, validated
@@ -9,7 +9,8 @@ data/work/* (documents, queries, judgments, runs) and the holdout access log; wr
                              would settle it), grid, comparisons against grid.baseline (one
                              verdict each), relevance-threshold check, slices, worst queries,
                              the card, coverage and truncation warnings
-* reports/report.html        the same plots, rendered offline (Vega inlined from dvc_plots/offline.html)
+* reports/report.html        the same report as one offline page: the plots embedded, a verdict table,
+                             the per-query view (the queries where two configurations differ most)
 * reports/plots/*.json       DVC plot data (see the `plots:` section of dvc.yaml)
 * reports/plots/*.png        the plots as images
 
@@ -21,7 +22,6 @@ from pathlib import Path
 
 from releval import io, paths
 from releval.config import load_params
-from releval.reporting import plots
 from releval.reporting.evaluation_report import build_report, read_inputs
 from releval.stage import entry
 
@@ -30,7 +30,6 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--reports", default=paths.REPORTS)
     parser.add_argument("--work", default=paths.WORK)
-    parser.add_argument("--template", default=paths.OFFLINE_TEMPLATE)
     parser.add_argument("--holdout-log", default=paths.HOLDOUT_LOG)
     parser.add_argument("--resamples", type=int, default=10_000, help="bootstrap resamples of the queries")
     parser.add_argument("--seed", type=int, default=0)
@@ -39,11 +38,11 @@ def main() -> None:
     reports = Path(args.reports)
     params = load_params()
     inputs = read_inputs(reports, Path(args.work), args.holdout_log)
-    report = build_report(inputs, params, args.template, args.resamples, args.seed, args.worst)
+    report = build_report(inputs, params, resamples=args.resamples, seed=args.seed, worst=args.worst)
     plots_dir = paths.rebase(paths.PLOTS, paths.REPORTS, reports)
     for name, rows in report.plot_tables.items():
         io.write_json(plots_dir / f"{name}.json", rows)
-        io.write_bytes(plots_dir / f"{name}.png", plots.render_png(name, rows, report.primary, report.baseline))
+        io.write_bytes(plots_dir / f"{name}.png", report.images[name])
     io.write_json(paths.rebase(paths.CARD, paths.REPORTS, reports), report.card)
     io.write_json(paths.rebase(paths.OBSERVATIONS, paths.REPORTS, reports), report.observations)
     io.write_text(paths.rebase(paths.REPORT_MD, paths.REPORTS, reports), report.markdown)

@@ -1,11 +1,15 @@
 """The numbers behind the report's four plots, each a plain table (a list of JSON-safe rows) that the
 report stage writes as a DVC plot data file and :mod:`releval.reporting.plots` draws:
 
-``ndcg_ci``          the primary metric per configuration with a 95% percentile bootstrap
-                     interval over queries (:func:`releval.measurement.stats.bootstrap_means`)
+``difference_ci``    each configuration's paired difference from the baseline on the primary metric,
+                     with the grid's percentile bootstrap interval and verdict (the quantity the
+                     verdict is about: :func:`difference_interval_table`)
 ``recall_curve``     recall@k for k = 1..100 per configuration, scored from the runs themselves
 ``quality_cost``     the primary metric against cost: index size
 ``difference_hist``  per-query differences, candidate − baseline, for every other configuration
+
+:func:`interval_table` (each configuration's own, marginal interval) is report.md's grid column, not
+a plot: overlapping marginal intervals say nothing about a paired difference.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import polars as pl
 from releval import paths
 from releval.errors import InputError
 from releval.measurement import stats
-from releval.measurement.grid import score_matrix
+from releval.measurement.grid import GridReport, score_matrix
 from releval.measurement.metrics import evaluate
 
 
@@ -124,3 +128,28 @@ def difference_table(
             for q, d in zip(query_ids, diff)
         ]
     return rows
+
+
+def difference_interval_table(grid: GridReport) -> list[dict[str, Any]]:
+    """Each configuration of ``grid`` against its baseline: the paired mean difference of the grid's
+    metric with the grid's percentile bootstrap interval (confidence 1 − alpha), its Holm-adjusted
+    p-value and verdict, and whether it is indistinguishable from the best; rows by difference,
+    largest first (ties by configuration id). Read from the grid: nothing is resampled again."""
+    rows = [
+        {
+            "config_id": row.config_id,
+            "baseline": grid.baseline,
+            "metric": grid.metric,
+            "difference": float(row.mean_difference),
+            "low": _finite(row.bootstrap_ci[0]),
+            "high": _finite(row.bootstrap_ci[1]),
+            "p_holm": _finite(row.p_bootstrap_holm),
+            "verdict": row.verdict,
+            "best_set": bool(row.indistinguishable_from_best),
+            "queries": grid.n_queries,
+            "confidence": round(1 - grid.alpha, 10),
+            "resamples": grid.n_resamples,
+        }
+        for row in grid.rows
+    ]
+    return sorted(rows, key=lambda r: (-r["difference"], r["config_id"]))

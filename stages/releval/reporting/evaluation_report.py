@@ -2,9 +2,11 @@
 
 :func:`read_inputs` reads what `score` and the earlier stages wrote; :func:`build_report` computes
 every figure first (:func:`releval.measurement.report_figures.report_figures`,
-:mod:`releval.measurement.plot_tables`), then renders report.md (:mod:`releval.reporting.report_md`)
-and the page (:mod:`releval.reporting.plots`), every output in memory (validated), for the stage to
-write.
+:mod:`releval.measurement.plot_tables`, the per-query contrasts of
+:func:`releval.measurement.explain.explain_pairs`), draws the plots
+(:func:`releval.reporting.plots.render_png`), then renders one document
+(:func:`releval.reporting.report_md.report_document`) as report.md and as report.html
+(:mod:`releval.reporting.report_html`), every output in memory (validated), for the stage to write.
 """
 
 from __future__ import annotations
@@ -20,13 +22,13 @@ import polars as pl
 from releval import paths
 from releval.config import section
 from releval.errors import InputError
-from releval.measurement import holdout, plot_tables, scoring
+from releval.measurement import explain, holdout, plot_tables, scoring
 from releval.measurement.pair import query_slices
 from releval.measurement.report_figures import report_figures
 from releval.provenance import card as cards
 from releval.reporting import card_inputs, plots
-from releval.reporting.report_md import intro_html, report_markdown
-from releval.retrieval import runs
+from releval.reporting.report_html import render_html
+from releval.reporting.report_md import PageViews, report_document, report_markdown
 from releval.retrieval.models import FAMILIES
 from releval.stage import warn
 
@@ -47,6 +49,11 @@ class ReportInputs:
     docs_path: Path
     queries_path: Path
     holdout_log: str
+    chunks_dir: Path = Path(paths.CHUNKS)  # the chunk files, <chunking>.parquet (the per-query view's passages)
+
+
+PAGE_QUERIES = 5  # the per-query view: queries per comparison on the page
+PAGE_PASSAGE_CHARS = 300  # and each passage cut to about this many characters
 
 
 def read_inputs(reports: Path, work: Path, holdout_log: str) -> ReportInputs:
@@ -74,6 +81,7 @@ def read_inputs(reports: Path, work: Path, holdout_log: str) -> ReportInputs:
         docs_path=docs_path,
         queries_path=queries_path,
         holdout_log=holdout_log,
+        chunks_dir=paths.rebase(paths.CHUNKS, paths.WORK, work),
     )
 
 
@@ -91,6 +99,7 @@ class EvaluationReport:
     card: dict[str, Any]
     observations: dict[str, Any]  # observations.json: the card id and one observation per configuration
     plot_tables: dict[str, list[dict[str, Any]]]  # plot name → its data rows (reports/plots/<name>.json)
+    images: dict[str, bytes]  # plot name → its PNG (reports/plots/<name>.png), embedded in report.html
     markdown: str
     page: str  # report.html
     warnings: list[str]
@@ -109,9 +118,17 @@ def human_only_slice(judgments_meta: Mapping[str, Any], scored_ids: list[str]) -
 
 
 def build_report(
-    inputs: ReportInputs, params: Mapping[str, Any], template: str | Path, resamples: int, seed: int, worst: int
+    inputs: ReportInputs,
+    params: Mapping[str, Any],
+    template: str | Path | None = None,
+    resamples: int = 10_000,
+    seed: int = 0,
+    worst: int = 10,
 ) -> EvaluationReport:
-    """The card and observations, the plots' data, report.md and report.html (``template``: the offline page's file)."""
+    """The card and observations, the plots' data and PNGs, report.md and report.html.
+
+    ``template`` is not read: report.html embeds its plots and needs no Vega page (the argument
+    stays for callers written when it did)."""
     contract, configs, lineage = inputs.contract, inputs.configs, inputs.lineage
     dataset, judgments_params = section(params, "dataset"), section(params, "judgments")
     scored = holdout.scored_queries(inputs.queries, contract, source=str(inputs.queries_path))
@@ -149,7 +166,8 @@ def build_report(
     primary = contract.get("primary") or contract["metrics"][0]
     order = list(configs)
     baseline = baseline_config(params, order)
-    doc_runs = document_runs(lineage, order, scored_ids)
+    chunk_runs = configuration_runs(lineage, order, inputs.chunks_dir)
+    doc_runs = {cid: scoring.document_run(run, scored_ids) for cid, (run, _) in chunk_runs.items()}
     scored_qrels = holdout.restrict(inputs.qrels, scored_ids)
     figures = report_figures(
         inputs.per_query,
@@ -166,37 +184,40 @@ def build_report(
         seed=seed,
         worst=worst,
     )
+    grid = figures.grid
+    differences = plot_tables.difference_interval_table(grid) if grid is not None else []
+    by_difference = [row["config_id"] for row in differences]  # the plots and the page list them so
     tables = {
-        "ndcg_ci": figures.intervals,
+        "difference_ci": differences,
         "recall_curve": plot_tables.recall_curve_table(doc_runs, scored_qrels, scoring.contract_from_record(contract)),
         "quality_cost": plot_tables.quality_cost_table(configs, primary),
-        "difference_hist": plot_tables.difference_table(inputs.per_query, baseline, primary, order),
+        "difference_hist": plot_tables.difference_table(
+            inputs.per_query, baseline, primary, [baseline, *by_difference]
+        ),
     }
+    images = {name: plots.render_png(name, rows, primary, baseline) for name, rows in tables.items()}
     ranked = cards.rank_observations(observations, [card], primary)
-    markdown = report_markdown(
-        card,
-        ranked,
-        figures,
-        configs,
-        contract,
-        baseline,
-        primary,
-        warnings,
+    rendering = dict(
+        card=card,
+        ranked=ranked,
+        figures=figures,
+        configs=configs,
+        contract=contract,
+        baseline=baseline,
+        primary=primary,
+        warnings=warnings,
         resamples=resamples,
         seed=seed,
         reports=inputs.reports,
     )
-    page = plots.html_page(
-        plots.read_template(template),
-        plots.vega_specs(tables, primary, baseline),
-        f"releval report: {card['dataset']} under judgments {card['judgments']['version']}",
-        intro_html=intro_html(card, ranked, primary),
-        images={name: f"plots/{name}.png" for name in tables},
-    )
+    markdown = report_markdown(**rendering)
+    contrasts = page_contrasts(inputs, chunk_runs, scored, scored_qrels, grid, baseline, primary, by_difference)
+    page = render_html(report_document(**rendering, page=PageViews(images, contrasts)))
     return EvaluationReport(
         card=card,
         observations=observations_doc,
         plot_tables=tables,
+        images=images,
         markdown=markdown,
         page=page,
         warnings=[message for messages in warnings.values() for message in messages],
@@ -235,16 +256,56 @@ def build_observations(
     return observations
 
 
-def document_runs(lineage: Mapping[str, Any], configs: list[str], scored_ids: list[str]) -> dict[str, pl.DataFrame]:
-    """Each configuration's run at document level over the scored queries (lineage.json's run_dir)."""
+def configuration_runs(
+    lineage: Mapping[str, Any], configs: list[str], chunks_dir: Path
+) -> dict[str, tuple[pl.DataFrame, Path | None]]:
+    """Each configuration's chunk-level run (lineage.json's run_dir) and its chunking's chunk file
+    (:func:`releval.measurement.explain.run_from_folder`; None where there is none)."""
     found = {}
     for cid in configs:
         run_dir = (lineage.get(cid) or {}).get("run_dir")
         if not run_dir or not (Path(run_dir) / "run.parquet").exists():
             raise InputError(f"no run for {cid}; run `dvc repro`", file=paths.LINEAGE, field=cid)
-        chunk_run, _ = runs.read_run(run_dir)
-        found[cid] = scoring.document_run(chunk_run, scored_ids)
+        found[cid] = explain.run_from_folder(run_dir, chunks_dir)
     return found
+
+
+def page_contrasts(
+    inputs: ReportInputs,
+    chunk_runs: Mapping[str, tuple[pl.DataFrame, Path | None]],
+    scored: pl.DataFrame,
+    scored_qrels: pl.DataFrame,
+    grid: Any,
+    baseline: str,
+    primary: str,
+    by_difference: list[str],
+) -> list[explain.Explanation]:
+    """The page's per-query view: the baseline against each configuration it is compared with, the
+    best first, then by difference; :data:`PAGE_QUERIES` queries each (scored queries only)."""
+    if grid is None:
+        return []
+    first = [grid.best.best] if grid.best.best != baseline else []
+    order = first + [cid for cid in by_difference if cid not in first]
+    scores: dict[str, dict[str, float]] = {}
+    for cid, query_id, value in inputs.per_query.select("config_id", "query_id", primary).iter_rows():
+        scores.setdefault(cid, {})[query_id] = value
+
+    def side(cid: str) -> explain.Configuration:
+        run, chunk_file = chunk_runs[cid]
+        return explain.Configuration(cid, scores[cid], run, chunk_file)
+
+    contract = inputs.contract
+    return explain.explain_pairs(
+        [(side(baseline), side(cid)) for cid in order],
+        scored_qrels,
+        scored,
+        inputs.docs,
+        primary,
+        n=PAGE_QUERIES,
+        ties=contract.get("ties", "docid-asc"),
+        rel_threshold=int(contract.get("rel_threshold", 1)),
+        passage_chars=PAGE_PASSAGE_CHARS,
+    )
 
 
 def baseline_config(params: Mapping[str, Any], configs: list[str]) -> str:

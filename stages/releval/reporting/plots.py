@@ -1,29 +1,33 @@
-"""Plots of a scored grid: Vega-Lite specs, DVC templates, PNGs and an offline page.
+"""Plots of a scored grid: Vega-Lite specs, DVC templates and PNGs.
 
 Four plots, each first a plain table (a list of JSON-safe rows, computed by
 :mod:`releval.measurement.plot_tables`) that is written as a DVC plot data file, then drawn two
-ways: a Vega-Lite spec (for `dvc plots show` through the templates in dvc_plots/templates/, and
-for the offline HTML page) and a PNG (matplotlib, Agg canvas, no display needed):
+ways: a Vega-Lite spec (for `dvc plots show` through the templates in dvc_plots/templates/) and a
+PNG (matplotlib, Agg canvas, no display needed), which report.html embeds
+(:mod:`releval.reporting.report_html`):
 
-``ndcg_ci``          the primary metric per configuration with a 95% percentile bootstrap
-                     interval over queries (:func:`releval.measurement.stats.bootstrap_means`)
+``difference_ci``    each configuration's paired difference from the baseline on the primary
+                     metric with its bootstrap interval, coloured by the grid's verdict (the
+                     quantity the verdict is about)
 ``recall_curve``     recall@k for k = 1..100 per configuration, from the runs themselves
-``quality_cost``     the primary metric against cost: index size and encoding throughput
+``quality_cost``     the primary metric against cost: index size
 ``difference_hist``  per-query differences, candidate − baseline, one histogram per candidate
+
+Titles and axis labels are words (:func:`plot_title`), never a plot's file name.
 
 Pure: tables and dicts in, specs, bytes and text out; nothing here computes a figure; the stage
 writes the files.
 
 `dvc plots show` loads Vega from a CDN by default. dvc_plots/offline.html is an HTML template
-with Vega, Vega-Lite and Vega-Embed inlined (:func:`offline_template`), so the page DVC writes,
-and the report page written by :func:`html_page`, render without a network.
+with Vega, Vega-Lite and Vega-Embed inlined (:func:`offline_template`), so the page DVC writes
+renders without a network.
 """
 
 from __future__ import annotations
 
-import html as _html
 import io
 import json
+import math
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -35,9 +39,9 @@ from releval import paths
 from releval.errors import InputError
 from releval.io import write_text
 
-PLOTS = ("ndcg_ci", "recall_curve", "quality_cost", "difference_hist")
+PLOTS = ("difference_ci", "recall_curve", "quality_cost", "difference_hist")
 TEMPLATES = {
-    "ndcg_ci": "interval_by_config",
+    "difference_ci": "interval_by_config",
     "recall_curve": "lines_by_config",
     "quality_cost": "scatter_by_config",
     "difference_hist": "histogram_by_config",
@@ -46,6 +50,32 @@ VEGA_LITE_SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"
 # The JavaScript inlined into dvc_plots/offline.html (npm packages; see dvc_plots/README.md).
 VENDORED = {"vega": "5.33.1", "vega-lite": "5.23.0", "vega-embed": "6.29.0"}
 PLACEHOLDERS = ("{plot_divs}", "{refresh_tag}")
+# One colour per verdict, in the plots and on the page (releval.measurement.stats.Verdict).
+VERDICT_COLOURS = {
+    "improvement": "#1a7f37",
+    "regression": "#cf222e",
+    "inconclusive": "#6e7781",
+    "coverage-confounded": "#b35900",
+    "too few queries": "#8250df",
+}
+BASELINE_COLOUR = "#111111"
+
+
+def plot_title(name: str, metric: str, baseline: str, confidence: float = 0.95) -> str:
+    """A plot's title, in words: what is drawn, of what, against what."""
+    titles = {
+        "difference_ci": f"{metric} difference from {baseline}, paired, {confidence:.0%} bootstrap interval",
+        "recall_curve": "Recall@k for k = 1 to 100, per configuration",
+        "quality_cost": f"{metric} against index size",
+        "difference_hist": f"Per-query {metric} difference from {baseline}",
+    }
+    if name not in titles:
+        raise InputError(f"unknown plot {name!r}; known: {', '.join(PLOTS)}", field="plot")
+    return titles[name]
+
+
+def _confidence(rows: Sequence[Mapping[str, Any]]) -> float:
+    return float(rows[0].get("confidence", 0.95)) if rows else 0.95
 
 
 # --------------------------------------------------------------------------- Vega-Lite
@@ -58,31 +88,45 @@ def _title(text: str) -> dict[str, Any]:
 def vega_specs(tables: Mapping[str, list[dict[str, Any]]], metric: str, baseline: str) -> dict[str, dict[str, Any]]:
     """Self-contained Vega-Lite specs (data inlined) for the four plots."""
     specs = {}
-    if "ndcg_ci" in tables:
-        rows = tables["ndcg_ci"]
-        confidence = f"{rows[0]['confidence']:.0%}" if rows else "95%"
+    if "difference_ci" in tables:
+        rows = tables["difference_ci"]
         order = [r["config_id"] for r in rows]
         y = {"field": "config_id", "type": "nominal", "sort": order, "title": None}
-        specs["ndcg_ci"] = {
+        colour = {
+            "field": "verdict",
+            "type": "nominal",
+            "title": "verdict",
+            "scale": {"domain": list(VERDICT_COLOURS), "range": list(VERDICT_COLOURS.values())},
+        }
+        specs["difference_ci"] = {
             "$schema": VEGA_LITE_SCHEMA,
-            "title": _title(f"{metric} per configuration, {confidence} bootstrap CI"),
+            "title": _title(plot_title("difference_ci", metric, baseline, _confidence(rows))),
             "data": {"values": rows},
             "width": 420,
             "layer": [
+                {"mark": {"type": "rule", "color": BASELINE_COLOUR}, "encoding": {"x": {"datum": 0}}},
                 {
                     "mark": {"type": "rule", "strokeWidth": 2},
                     "encoding": {
                         "y": y,
-                        "x": {"field": "low", "type": "quantitative", "title": metric, "scale": {"zero": False}},
+                        "x": {
+                            "field": "low",
+                            "type": "quantitative",
+                            "title": f"{metric} difference (configuration − {baseline})",
+                        },
                         "x2": {"field": "high"},
+                        "color": colour,
                     },
                 },
                 {
                     "mark": {"type": "point", "filled": True, "size": 70},
                     "encoding": {
                         "y": y,
-                        "x": {"field": "mean", "type": "quantitative"},
-                        "tooltip": [{"field": f} for f in ("config_id", "mean", "low", "high", "queries")],
+                        "x": {"field": "difference", "type": "quantitative"},
+                        "color": colour,
+                        "tooltip": [
+                            {"field": f} for f in ("config_id", "difference", "low", "high", "p_holm", "verdict")
+                        ],
                     },
                 },
             ],
@@ -90,7 +134,7 @@ def vega_specs(tables: Mapping[str, list[dict[str, Any]]], metric: str, baseline
     if "recall_curve" in tables:
         specs["recall_curve"] = {
             "$schema": VEGA_LITE_SCHEMA,
-            "title": _title("recall@k per configuration"),
+            "title": _title(plot_title("recall_curve", metric, baseline)),
             "data": {"values": tables["recall_curve"]},
             "width": 420,
             "height": 280,
@@ -121,7 +165,7 @@ def vega_specs(tables: Mapping[str, list[dict[str, Any]]], metric: str, baseline
 
         specs["quality_cost"] = {
             "$schema": VEGA_LITE_SCHEMA,
-            "title": _title(f"{metric} against cost"),
+            "title": _title(plot_title("quality_cost", metric, baseline)),
             "data": {"values": values},
             # Cost figures only: throughput and latency depend on the machine (reports/ops.json).
             "hconcat": [panel("index_mb", "index size (MB)")],
@@ -129,7 +173,7 @@ def vega_specs(tables: Mapping[str, list[dict[str, Any]]], metric: str, baseline
     if "difference_hist" in tables:
         specs["difference_hist"] = {
             "$schema": VEGA_LITE_SCHEMA,
-            "title": _title(f"per-query {metric} difference, candidate − {baseline}"),
+            "title": _title(plot_title("difference_hist", metric, baseline)),
             "data": {"values": tables["difference_hist"]},
             "facet": {"row": {"field": "config_id", "type": "nominal", "title": None}},
             "spec": {
@@ -141,7 +185,7 @@ def vega_specs(tables: Mapping[str, list[dict[str, Any]]], metric: str, baseline
                         "field": "difference",
                         "type": "quantitative",
                         "bin": {"maxbins": 30},
-                        "title": f"{metric} difference",
+                        "title": f"{metric} difference (configuration − {baseline})",
                     },
                     "y": {"aggregate": "count", "type": "quantitative", "title": "queries"},
                 },
@@ -194,7 +238,7 @@ def dvc_templates() -> dict[str, dict[str, Any]]:
                         "tooltip": [
                             {"field": "config_id"},
                             {"field": "rev"},
-                            {"field": "mean"},
+                            {"field": "<DVC_METRIC_Y>"},
                             {"field": "low"},
                             {"field": "high"},
                         ],
@@ -264,12 +308,12 @@ def dvc_templates() -> dict[str, dict[str, Any]]:
 def dvc_plot_definitions(plots_dir: str = paths.PLOTS, templates_dir: str = paths.PLOT_TEMPLATES) -> list[dict]:
     """The top-level ``plots:`` entries of dvc.yaml for the four data files."""
     spec = {
-        "ndcg_ci": (
+        "difference_ci": (
             "config_id",
-            "mean",
+            "difference",
             "configuration",
-            "primary metric",
-            "primary metric per configuration, 95% bootstrap CI",
+            "primary metric difference (configuration − baseline)",
+            "paired difference from the baseline, 95% bootstrap interval",
         ),
         "recall_curve": ("k", "recall", "k (documents)", "recall@k", "recall@k per configuration"),
         "quality_cost": ("index_mb", "quality", "index size (MB)", "primary metric", "quality against index size"),
@@ -319,80 +363,238 @@ def _palette(names: Sequence[str]) -> dict[str, Any]:
 
 
 def _png(figure) -> bytes:
+    """The figure as a PNG of at most 256 colours (a third of the full-colour file's size: report.html
+    embeds every plot), no dithering, so the same figure gives the same bytes."""
+    from PIL import Image  # matplotlib's own dependency
+
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", metadata={"Software": None})
-    return buffer.getvalue()
+    image = Image.open(io.BytesIO(buffer.getvalue())).convert("RGB")
+    palette = image.quantize(colors=256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
+    out = io.BytesIO()
+    palette.save(out, format="PNG", optimize=True)
+    return out.getvalue()
 
 
 def render_png(name: str, rows: list[dict[str, Any]], metric: str, baseline: str) -> bytes:
     """One plot as PNG bytes (matplotlib's Agg canvas: no display, no global pyplot state)."""
-    if name == "ndcg_ci":
-        figure = _figure(7, 0.45 * max(len(rows), 2) + 1.2)
-        ax = figure.add_subplot()
-        ordered = list(reversed(rows))
-        ys = np.arange(len(ordered))
-        means = [r["mean"] for r in ordered]
-        lows = [r["mean"] - (r["low"] if r["low"] is not None else r["mean"]) for r in ordered]
-        highs = [(r["high"] if r["high"] is not None else r["mean"]) - r["mean"] for r in ordered]
-        ax.errorbar(means, ys, xerr=[lows, highs], fmt="o", color="#1f5fa8", ecolor="#1f5fa8", capsize=3)
-        ax.set_yticks(ys, [r["config_id"] for r in ordered])
-        confidence = f"{rows[0]['confidence']:.0%}" if rows else "95%"
-        ax.set_xlabel(metric)
-        ax.set_title(f"{metric} per configuration, {confidence} bootstrap CI", loc="left")
-        ax.grid(axis="x", alpha=0.3)
-    elif name == "recall_curve":
-        figure = _figure(7, 4.5)
-        ax = figure.add_subplot()
-        configs = sorted({r["config_id"] for r in rows})
-        palette = _palette(configs)
-        for config_id in configs:
-            points = [(r["k"], r["recall"]) for r in rows if r["config_id"] == config_id]
-            ax.plot([p[0] for p in points], [p[1] for p in points], label=config_id, color=palette[config_id])
-        ax.set_xlabel("k (documents)")
-        ax.set_ylabel("recall@k")
-        ax.set_ylim(0, 1)
-        ax.set_title("recall@k per configuration", loc="left")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7, loc="lower right")
-    elif name == "quality_cost":
-        figure = _figure(6, 4.2)
-        palette = _palette(sorted({r["config_id"] for r in rows}))
-        for i, (field, label) in enumerate((("index_mb", "index size (MB)"),)):
-            ax = figure.add_subplot(1, 1, i + 1)
-            for row in rows:
-                if row.get(field) is None:
-                    continue
-                ax.scatter([row[field]], [row["quality"]], s=40, color=palette[row["config_id"]])
-                ax.annotate(
-                    row["config_id"],
-                    (row[field], row["quality"]),
-                    fontsize=7,
-                    xytext=(4, 3),
-                    textcoords="offset points",
-                )
-            ax.set_xlabel(label)
-            ax.set_ylabel(metric)
-            ax.grid(alpha=0.3)
-        figure.suptitle(f"{metric} against cost", x=0.01, ha="left")
-    elif name == "difference_hist":
-        candidates = sorted({r["config_id"] for r in rows})
-        figure = _figure(7, 1.6 * max(len(candidates), 1) + 1.0)
-        reach = max([abs(r["difference"]) for r in rows] + [1e-9])
-        edges = np.linspace(-reach, reach, 32)  # 31 bins, the middle one centred on 0 (no change)
-        for i, config_id in enumerate(candidates):
-            ax = figure.add_subplot(len(candidates), 1, i + 1)
-            ax.hist([r["difference"] for r in rows if r["config_id"] == config_id], bins=edges, color="#1f5fa8")
-            ax.axvline(0.0, color="black", linewidth=0.8)
-            ax.set_ylabel("queries", fontsize=7)
-            ax.set_title(config_id, fontsize=8, loc="left")
-        if not candidates:
-            figure.add_subplot().text(0.5, 0.5, "no candidate besides the baseline", ha="center")
-        figure.suptitle(f"per-query {metric} difference, candidate − {baseline}", x=0.01, ha="left")
-        figure.supxlabel(f"{metric} difference")
-    else:
+    if name not in PLOTS:
         raise InputError(f"unknown plot {name!r}; known: {', '.join(PLOTS)}", field="plot")
-    figure.tight_layout()
+    figure = {
+        "difference_ci": _difference_ci,
+        "recall_curve": _recall_curve,
+        "quality_cost": _quality_cost,
+        "difference_hist": _difference_hist,
+    }[name](rows, metric, baseline)
     return _png(figure)
+
+
+def _difference_ci(rows: list[dict[str, Any]], metric: str, baseline: str):
+    """A forest plot: one row per configuration, largest difference on top, the interval coloured by
+    its verdict, a line at 0 (the baseline); configurations indistinguishable from the best in bold."""
+    figure = _figure(6.2, 0.27 * max(len(rows), 2) + 1.6)  # 620 px: the page shows it at its size
+    ax = figure.add_subplot()
+    ys = np.arange(len(rows))[::-1]
+    for y, row in zip(ys, rows):
+        colour = VERDICT_COLOURS.get(row["verdict"], BASELINE_COLOUR)
+        low = row["low"] if row["low"] is not None else row["difference"]
+        high = row["high"] if row["high"] is not None else row["difference"]
+        ax.plot([low, high], [y, y], color=colour, linewidth=2.2, solid_capstyle="butt")
+        ax.plot([row["difference"]], [y], "o", color=colour, markersize=5)
+    ax.axvline(0.0, color=BASELINE_COLOUR, linewidth=0.9)
+    ax.set_yticks(ys, [r["config_id"] for r in rows], fontsize=8)
+    for label, row in zip(ax.get_yticklabels(), rows):
+        if row.get("best_set"):
+            label.set_fontweight("bold")
+    ax.set_ylim(-0.7, len(rows) - 0.3)
+    ax.set_xlabel(f"{metric} difference (configuration − {baseline})", fontsize=9)
+    ax.grid(axis="x", alpha=0.3)
+    ax.tick_params(axis="x", labelsize=8)
+    # From the figure's left edge: above the axes alone the title would be cut at the right.
+    figure.suptitle(plot_title("difference_ci", metric, baseline, _confidence(rows)), x=0.01, ha="left", fontsize=10)
+    from matplotlib.lines import Line2D  # as in _figure: only a PNG pays for matplotlib
+
+    present = [v for v in VERDICT_COLOURS if any(r["verdict"] == v for r in rows)]
+    handles = [Line2D([], [], color=VERDICT_COLOURS[v], linewidth=2.2, marker="o", markersize=5) for v in present]
+    labels = list(present)
+    if any(r.get("best_set") for r in rows):
+        handles.append(Line2D([], [], linestyle="none"))
+        labels.append("bold: as good as the best")
+    if handles:  # under the axes: inside, it would cover a row
+        ax.legend(handles, labels, fontsize=7, loc="upper left", bbox_to_anchor=(0.0, -0.1), ncol=4, frameon=False)
+    figure.tight_layout()
+    return figure
+
+
+def _recall_curve(rows: list[dict[str, Any]], metric: str, baseline: str):
+    """recall@k on a log k axis; the baseline black and on top; the legend beside the axes."""
+    from matplotlib import colormaps  # as in _figure: only a PNG pays for matplotlib
+
+    figure = _figure(9, 5)
+    ax = figure.add_subplot()
+    configs = list(dict.fromkeys(r["config_id"] for r in rows))
+    colours = colormaps["tab20"].colors
+    others = [c for c in configs if c != baseline]
+    for i, config_id in enumerate(others):
+        points = [(r["k"], r["recall"]) for r in rows if r["config_id"] == config_id]
+        ax.plot(
+            [p[0] for p in points],
+            [p[1] for p in points],
+            label=config_id,
+            color=colours[i % len(colours)],
+            linestyle=("-", "--", ":")[(i // len(colours)) % 3],
+            linewidth=1.2,
+        )
+    if baseline in configs:
+        points = [(r["k"], r["recall"]) for r in rows if r["config_id"] == baseline]
+        ax.plot(
+            [p[0] for p in points],
+            [p[1] for p in points],
+            label=f"{baseline} (baseline)",
+            color=BASELINE_COLOUR,
+            linewidth=2.4,
+            zorder=5,
+        )
+    ax.set_xscale("log")
+    ticks = [k for k in (1, 2, 5, 10, 20, 50, 100) if any(r["k"] == k for r in rows)]
+    ax.set_xticks(ticks, [str(k) for k in ticks])
+    ax.minorticks_off()
+    lowest = min([r["recall"] for r in rows] + [1.0])
+    ax.set_ylim(math.floor(lowest * 10) / 10, 1.0)
+    ax.set_xlabel("k (documents, log scale)", fontsize=9)
+    ax.set_ylabel("recall@k", fontsize=9)
+    ax.set_title(plot_title("recall_curve", metric, baseline), loc="left", fontsize=10)
+    ax.grid(alpha=0.3)
+    handles, labels = ax.get_legend_handles_labels()
+    if baseline in configs:  # the baseline first in the legend
+        handles, labels = handles[-1:] + handles[:-1], labels[-1:] + labels[:-1]
+    ax.legend(handles, labels, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    figure.tight_layout()
+    return figure
+
+
+def _quality_cost(rows: list[dict[str, Any]], metric: str, baseline: str):
+    """Each configuration's metric against its index size, every point labelled where its label
+    overlaps no other label and no point (:func:`_place_labels`)."""
+    figure = _figure(8, 5.2)
+    ax = figure.add_subplot()
+    shown = [r for r in rows if r.get("index_mb") is not None]
+    for row in shown:
+        is_baseline = row["config_id"] == baseline
+        ax.scatter(
+            [row["index_mb"]],
+            [row["quality"]],
+            s=46 if is_baseline else 30,
+            color=BASELINE_COLOUR if is_baseline else "#1f5fa8",
+            zorder=3,
+        )
+    if shown:
+        xs, ys = [r["index_mb"] for r in shown], [r["quality"] for r in shown]
+        x_pad, y_pad = (max(xs) - min(xs)) or 1.0, (max(ys) - min(ys)) or 0.1
+        ax.set_xlim(min(xs) - 0.08 * x_pad, max(xs) + 0.35 * x_pad)
+        ax.set_ylim(min(ys) - 0.08 * y_pad, max(ys) + 0.08 * y_pad)
+    ax.set_xlabel("index size (MB)", fontsize=9)
+    ax.set_ylabel(metric, fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.set_title(plot_title("quality_cost", metric, baseline), loc="left", fontsize=10)
+    figure.tight_layout()
+    labels = [
+        (r["config_id"] + (" (baseline)" if r["config_id"] == baseline else ""), r["index_mb"], r["quality"])
+        for r in shown
+    ]
+    _place_labels(figure, ax, labels)
+    return figure
+
+
+# Where a label may go, in points from its point: beside it first, then above and below, then further out.
+_OFFSETS = [
+    (dx * scale, dy * scale, ha)
+    for scale in (1, 2, 3.2)
+    for dx, dy, ha in ((5, -3, "left"), (-5, -3, "right"), (5, 5, "left"), (5, -11, "left"), (-5, 5, "right"),
+                       (-5, -11, "right"), (0, 7, "center"), (0, -14, "center"))
+]  # fmt: skip
+
+
+def _place_labels(figure, ax, labels: Sequence[tuple[str, float, float]]) -> None:
+    """Annotate each point with its label at the first offset (:data:`_OFFSETS`) where the label's
+    box, inside the axes, overlaps no label placed before and no point; failing that, at the offset
+    overlapping least, with a leader line. Layout, in display pixels; not a figure of the data."""
+    renderer = figure.canvas.get_renderer()
+    points = [ax.transData.transform((x, y)) for _, x, y in labels]
+    radius = 4.0
+    obstacles = [(px - radius, py - radius, px + radius, py + radius) for px, py in points]
+    frame = ax.get_window_extent(renderer)
+
+    def overlap(box, other) -> float:
+        width = min(box[2], other[2]) - max(box[0], other[0])
+        height = min(box[3], other[3]) - max(box[1], other[1])
+        return max(width, 0.0) * max(height, 0.0)
+
+    # Densest first: a point with many neighbours takes the free place next to it before they do.
+    def crowding(i: int) -> float:
+        return -sum(
+            1.0 for j in range(len(points)) if abs(points[i][0] - points[j][0]) + abs(points[i][1] - points[j][1]) < 60
+        )
+
+    for i in sorted(range(len(labels)), key=lambda i: (crowding(i), labels[i][0])):
+        text, x, y = labels[i]
+        best = None
+        for dx, dy, ha in _OFFSETS:
+            note = ax.annotate(text, (x, y), xytext=(dx, dy), textcoords="offset points", fontsize=7, ha=ha)
+            extent = note.get_window_extent(renderer)
+            box = (extent.x0 - 1, extent.y0 - 1, extent.x1 + 1, extent.y1 + 1)
+            outside = box[0] < frame.x0 or box[2] > frame.x1 or box[1] < frame.y0 or box[3] > frame.y1
+            cost = sum(overlap(box, other) for k, other in enumerate(obstacles) if k != i) + (1e6 if outside else 0.0)
+            if best is None or cost < best[0]:
+                if best is not None:
+                    best[1].remove()
+                best = (cost, note, box, (dx, dy))
+            else:
+                note.remove()
+            if cost == 0.0:
+                break
+        cost, note, box, (dx, dy) = best
+        if abs(dx) > 6 or abs(dy) > 12:  # moved away from its point: a leader line shows whose it is
+            note.remove()
+            note = ax.annotate(
+                text,
+                (x, y),
+                xytext=(dx, dy),
+                textcoords="offset points",
+                fontsize=7,
+                ha=_OFFSETS[[o[:2] for o in _OFFSETS].index((dx, dy))][2],
+                arrowprops={"arrowstyle": "-", "color": "#999999", "linewidth": 0.6, "shrinkA": 0, "shrinkB": 3},
+            )
+        obstacles.append(box)
+
+
+def _difference_hist(rows: list[dict[str, Any]], metric: str, baseline: str):
+    """Small multiples, four to a row, in the order of the rows; shared axes; a line at 0 (no change)."""
+    candidates = list(dict.fromkeys(r["config_id"] for r in rows))
+    columns = max(1, min(4, len(candidates)))
+    lines = max(1, math.ceil(len(candidates) / columns))
+    figure = _figure(10, 1.45 * lines + 1.1)
+    reach = max([abs(r["difference"]) for r in rows] + [1e-9])
+    edges = np.linspace(-reach, reach, 32)  # 31 bins, the middle one centred on 0 (no change)
+    if not candidates:
+        figure.add_subplot().text(0.5, 0.5, "no candidate besides the baseline", ha="center")
+    axes = figure.subplots(lines, columns, sharex=True, sharey=True, squeeze=False) if candidates else []
+    for i, config_id in enumerate(candidates):
+        ax = axes[i // columns][i % columns]
+        ax.hist([r["difference"] for r in rows if r["config_id"] == config_id], bins=edges, color="#1f5fa8")
+        ax.axvline(0.0, color=BASELINE_COLOUR, linewidth=0.8)
+        ax.set_title(config_id, fontsize=8, loc="left")
+        ax.tick_params(labelsize=7)
+        if i % columns == 0:
+            ax.set_ylabel("queries", fontsize=7)
+    for j in range(len(candidates), lines * columns):
+        axes[j // columns][j % columns].set_visible(False)
+        if j - columns >= 0:  # the panel above shows its x axis instead
+            axes[(j - columns) // columns][j % columns].tick_params(labelbottom=True)
+    figure.suptitle(plot_title("difference_hist", metric, baseline), x=0.01, ha="left", fontsize=10)
+    figure.supxlabel(f"{metric} difference (configuration − {baseline})", fontsize=9)
+    figure.tight_layout()
+    return figure
 
 
 # --------------------------------------------------------------------------- offline HTML
@@ -438,44 +640,6 @@ def check_offline_template(text: str) -> list[str]:
         if f"/* {name} {VENDORED[name]}" not in text:
             problems.append(f"{name} {VENDORED[name]} is not inlined")
     return problems
-
-
-def plot_div(element_id: str, spec: Mapping[str, Any]) -> str:
-    """The element DVC's Vega renderer writes for a plot (same markup, so pages look alike)."""
-    payload = json.dumps(spec, allow_nan=False).replace("</", "<\\/")
-    return (
-        f'<div id="{element_id}">\n<script type="text/javascript">\n'
-        f"var spec = {payload};\n"
-        f"vegaEmbed('#{element_id}', spec, {{actions: false, renderer: 'svg'}});\n</script>\n</div>"
-    )
-
-
-def html_page(
-    template: str,
-    specs: Mapping[str, Mapping[str, Any]],
-    title: str,
-    intro_html: str = "",
-    images: Mapping[str, str] | None = None,
-) -> str:
-    """The report page: the offline template with a heading and one Vega-Lite chart per plot."""
-    problems = check_offline_template(template)
-    if problems:
-        raise InputError("; ".join(problems), file=paths.OFFLINE_TEMPLATE)
-    parts = [f"<h1>{_html.escape(title)}</h1>", intro_html]
-    for name, spec in specs.items():
-        parts.append(f"<h2>{_html.escape(name)}</h2>")
-        parts.append(plot_div(f"plot-{name}", spec))
-        if images and name in images:
-            parts.append(f'<p><a href="{_html.escape(images[name])}">PNG</a></p>')
-    page = template.replace("{refresh_tag}", "").replace("{plot_divs}", "\n".join(parts))
-    return page.replace("<title>DVC Plot (offline)</title>", f"<title>{_html.escape(title)}</title>", 1)
-
-
-def read_template(path: str | Path = paths.OFFLINE_TEMPLATE) -> str:
-    path = Path(path)
-    if not path.exists():
-        raise InputError("missing: the offline HTML template (Vega inlined) is committed there", file=str(path))
-    return path.read_text(encoding="utf-8")
 
 
 def write_assets(scripts_dir: str | Path, out_dir: str | Path = "dvc_plots") -> None:
