@@ -16,11 +16,19 @@ REPORTING = ROOT / "stages" / "releval" / "reporting"
 ORCHESTRATORS = {"evaluation_report.py", "archive_reports.py", "card_inputs.py", "__init__.py"}
 RENDERERS = sorted(p.name for p in REPORTING.glob("*.py") if p.name not in ORCHESTRATORS)
 STATS = ROOT / "stages" / "releval" / "measurement" / "stats.py"
-# What computes a figure: every function of the statistics, the metric engine, the comparisons, the plots' tables.
+# What computes a figure: every function of the statistics, the metric engine, the comparisons, the plots'
+# tables, the per-query view's choice of queries and documents.
 COMPUTING_CALLS = {
     *(node.name for node in ast.parse(STATS.read_text(encoding="utf-8")).body if isinstance(node, ast.FunctionDef)),
     "adopt_grid_verdicts",
     "compare_grid",
+    "difference_interval_table",
+    "difference_table",
+    "differing_queries",
+    "explain_pairs",
+    "quality_cost_table",
+    "ranked_documents",
+    "recall_curve_table",
     "compare_paired",
     "compare_sides",
     "evaluate",
@@ -48,7 +56,10 @@ def calls(path: Path) -> set[str]:
 
 def test_there_are_renderers_and_computations_to_check():
     assert {"pair_text.py", "grid_text.py", "gate_text.py", "report_md.py", "plots.py"} <= set(RENDERERS)
+    # report.md and report.html are one document's renderers; explain's text is the per-query view's
+    assert {"document.py", "report_html.py", "explain_text.py"} <= set(RENDERERS)
     assert {"bootstrap_means", "bootstrap_many", "decide", "holm", "compare_paired"} <= COMPUTING_CALLS
+    assert {"explain_pairs", "differing_queries", "difference_interval_table", "win_loss_tie"} <= COMPUTING_CALLS
 
 
 @pytest.mark.parametrize("name", RENDERERS)

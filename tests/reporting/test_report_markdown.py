@@ -24,7 +24,7 @@ from releval import io
 from releval.config import load_params
 from releval.measurement import holdout, stats
 from releval.measurement.metrics import Contract, evaluate
-from releval.reporting.evaluation_report import build_report, read_inputs
+from releval.reporting.evaluation_report import EvaluationReport, build_report, read_inputs
 from releval.retrieval import runs
 from support import ROOT
 
@@ -152,8 +152,8 @@ def constructed_repo(root: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory) -> tuple[Path, str]:
-    """The constructed repository and the report.md the report stage builds from it."""
+def built_report(tmp_path_factory) -> tuple[Path, EvaluationReport]:
+    """The constructed repository and everything the report stage builds from it."""
     root = constructed_repo(tmp_path_factory.mktemp("constructed"))
     monkeypatch = pytest.MonkeyPatch()
     monkeypatch.chdir(root)  # lineage's run folders and the code state are relative to the repository
@@ -162,6 +162,13 @@ def built(tmp_path_factory) -> tuple[Path, str]:
         report = build_report(inputs, load_params("params.yaml"), "dvc_plots/offline.html", RESAMPLES, seed=0, worst=5)
     finally:
         monkeypatch.undo()
+    return root, report
+
+
+@pytest.fixture(scope="module")
+def built(built_report) -> tuple[Path, str]:
+    """The constructed repository and the report.md the report stage builds from it."""
+    root, report = built_report
     return root, report.markdown
 
 
@@ -340,3 +347,59 @@ def test_report_md_says_when_the_queries_are_too_few(built):
     conclusion = markdown.split("**Conclusion**")[1].split("\nCard `")[0]
     assert "- Thin evidence: 40 queries are too few for " in conclusion
     assert "   thin evidence: 40 queries; " in markdown and "you would need about " in markdown
+
+
+# --------------------------------------------------------------------------- report.html
+
+
+def _page_text(page: str) -> str:
+    """The page's words: tags dropped, entities read, whitespace folded."""
+    import html
+    import re
+
+    body = re.sub(r"</?(code|strong|span)[^>]*>", "", page.split("<body>", 1)[1])  # inline: no space
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", body)).split())
+
+
+def test_the_page_says_everything_report_md_says(built_report):
+    """Every heading, the conclusion's points, the card's and the warnings' lines of report.md are on
+    the page, as words; every comparison block is there in a fold."""
+    import re
+
+    _, report = built_report
+    words = _page_text(report.page)
+    for heading in re.findall(r"^## (.*)$", report.markdown, flags=re.M):
+        assert heading.replace("`", "") in words, heading
+    for line in report.markdown.splitlines():
+        if line.startswith("- "):  # the conclusion, the card and the warnings
+            plain = re.sub(r"\*\*(.+?)\*\*", r"\1", line[2:]).replace("`", "")
+            assert " ".join(plain.split()) in words, line
+    for block in re.findall(r"```\n(.*?)\n```", report.markdown, flags=re.S):
+        assert block.splitlines()[0] in words
+    assert report.page.count("<details>") >= len(report.plot_tables["difference_ci"]) + 2
+
+
+def test_the_page_has_the_verdict_table_the_difference_plot_and_the_per_query_view(built_report):
+    import re
+
+    _, report = built_report
+    page = report.page
+    table = page[page.index('<section id="baseline">') :].split("</table>")[0]
+    for row in report.plot_tables["difference_ci"]:
+        cell = f"<code>{row['config_id']}</code>"
+        assert cell in table and f'class="badge {row["verdict"]}"' in table
+    verdicts = {r["config_id"]: r["verdict"] for r in report.plot_tables["difference_ci"]}
+    assert verdicts == {
+        "better/c1": "improvement",
+        "worse/c1": "regression",
+        "slight/c1": "inconclusive",
+        "same/c1": "inconclusive",
+    }
+    assert re.search(r'id="figure-difference_ci"><img alt="ndcg@10 difference from base/c1', page)
+    assert set(report.images) == {"difference_ci", "recall_curve", "quality_cost", "difference_hist"}
+    view = page[page.index('<section id="per-query">') :].split("</section>")[0]
+    # the baseline against each configuration, the best first and open
+    summaries = re.findall(r"<summary><code>([^<]+)</code> against <code>base/c1</code>", view)
+    assert summaries[0] == "better/c1" and set(summaries) == set(verdicts)
+    assert "<details open><summary><code>better/c1</code> against" in view
+    assert "<script" not in page and "vegaEmbed" not in page

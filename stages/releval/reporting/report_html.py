@@ -101,8 +101,8 @@ def _badge_css() -> str:
 
 
 def _kind(word: str) -> str:
-    """A CSS class from a word: letters, digits and dashes."""
-    return re.sub(r"[^a-z0-9]+", "-", word.lower()).strip("-") or "none"
+    """A CSS class or id from a word: letters, digits, underscores and dashes."""
+    return re.sub(r"[^a-z0-9_]+", "-", word.lower()).strip("-") or "none"
 
 
 def render_html(document: ReportDocument) -> str:
