@@ -25,6 +25,7 @@ COMMANDS = {
     "judge": "grade pooled pairs on a local blind page (keys 0-3, resumable, double judging), or a model (--model)",
     "agreement": "weighted Cohen's kappa between two annotators",
     "compare": "paired comparison of two configurations with intervals",
+    "explain": "the queries where two configurations differ most, their top 10s side by side with grades and text",
     "gate": "regression gate for CI: exit 1 on a significant regression",
     "power": "queries needed for a paired test; smallest resolvable difference",
     "audit": "trace a reported number to its inputs and verify every link",
