@@ -420,8 +420,14 @@ def _difference_ci(rows: list[dict[str, Any]], metric: str, baseline: str):
     if any(r.get("best_set") for r in rows):
         handles.append(Line2D([], [], linestyle="none"))
         labels.append("bold: as good as the best")
-    if handles:  # under the axes: inside, it would cover a row
-        ax.legend(handles, labels, fontsize=7, loc="upper left", bbox_to_anchor=(0.0, -0.1), ncol=4, frameon=False)
+    if handles:  # under the axis label: inside the axes it would cover a row
+        from matplotlib.transforms import offset_copy
+
+        below = offset_copy(ax.transAxes, fig=figure, y=-30, units="points")
+        ax.legend(
+            handles, labels, fontsize=7, loc="upper left", bbox_to_anchor=(0.0, 0.0), bbox_transform=below, ncol=4,
+            frameon=False,
+        )  # fmt: skip
     figure.tight_layout()
     return figure
 

@@ -88,11 +88,11 @@ table.rankings td i { color: var(--muted); font-size: 11.5px; float: right; marg
 table.rankings td p { color: #3d444d; font-size: 12.5px; margin: 2px 0 0; }
 table.rankings td b { display: inline-block; min-width: 20px; text-align: center; border-radius: 4px;
                      font-size: 12px; margin-right: 4px; color: #fff; }
-b.g0 { background: #8c959f; }
-b.g1 { background: #7fb3d5; }
-b.g2 { background: #2e86c1; }
-b.g3 { background: #1a5276; }
-b.unjudged { background: #fff; color: #b35900; outline: 1px dashed #b35900; }
+table.rankings td b.g0 { background: #8c959f; }
+table.rankings td b.g1 { background: #7fb3d5; }
+table.rankings td b.g2 { background: #2e86c1; }
+table.rankings td b.g3 { background: #1a5276; }
+table.rankings td b.unjudged { background: #fff; color: #b35900; outline: 1px dashed #b35900; }
 """
 
 
