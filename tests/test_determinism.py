@@ -20,10 +20,13 @@ from pathlib import Path
 import pytest
 
 import releval
+from releval.measurement.operations import MACHINE_FIGURES
 from releval.retrieval import store
 from releval.retrieval.models import ModelConfig
 
-from support import ROOT
+from support import BIN, ROOT
+from support.projects import output_bytes
+from support.pydocs_mini import make_pydocs_project
 
 # What a machine with AVX2 and no AVX-512, one core, gives each library.
 OTHER_MACHINE = {
@@ -180,3 +183,57 @@ def test_the_store_keeps_vectors_of_other_kernels_apart():
     manifest = {"weights_sha256": "0" * 64}
     assert store.namespace_terms(manifest, dense, "document")["kernels"] == releval.KERNELS != {}
     assert "kernels" not in store.namespace_terms(manifest, static, "document")  # numpy alone: no torch kernels
+
+
+# --------------------------------------------------------------------------- a fresh clone's dvc repro
+
+# The grid cut to one dense and one sparse model on one chunking, with BM25, the fusions and the
+# reranker (rescoring with MiniLM, whose vectors the grid has: no e5-small to convert).
+SMALL_GRID = ("grid.models=[minilm,splade]", "grid.chunkings=[c256]", "rerankers.e5.model=minilm")
+# What a stage measures in time or memory on the machine that runs it (in run.json, encode.json and
+# the chunkings' json): the only values a second machine may change in DVC's outputs.
+MEASURED = MACHINE_FIGURES | {"wall_s", "latency_from", "throughput_from"}
+# The committed files that hold them: the machine figures, and dvc.lock (the hashes of outputs
+# that hold them).
+MACHINE_FILES = {"reports/ops.json", "reports/ops.md", "dvc.lock"}
+
+
+def sh(cmd: list[str], cwd: Path, extra: dict[str, str] | None = None) -> str:
+    env = machine_env({"PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", **(extra or {})})
+    done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, f"{cmd}:\n{done.stdout}\n{done.stderr}"
+    return done.stdout
+
+
+def measured_only(before: object, after: object, key: str = "") -> bool:
+    """Whether two JSON values differ in :data:`MEASURED` fields only."""
+    if isinstance(before, dict) and isinstance(after, dict):
+        keys = set(before) | set(after)
+        return all(k in MEASURED or measured_only(before.get(k), after.get(k), k) for k in keys)
+    return before == after or key in MEASURED
+
+
+@pytest.mark.heavy  # two cold `dvc repro` of a small grid (minutes): make test-heavy
+def test_a_fresh_clone_on_a_second_machine_changes_only_machine_figures(tmp_path):
+    """The lead commits the results of one machine; a teammate's fresh clone on another (emulated)
+    reruns everything cold: no archive entry, no history row, every quality file byte-identical."""
+    first = make_pydocs_project(tmp_path / "first", *SMALL_GRID)
+    sh(["git", "add", "-A"], first)
+    sh(["git", "commit", "-qm", "inputs"], first)
+    sh(["dvc", "repro"], first)
+    sh(["git", "add", "-A"], first)
+    sh(["git", "commit", "-qm", "results of the first machine"], first)
+    second = tmp_path / "second"
+    sh(["git", "clone", "-q", str(first), str(second)], tmp_path)
+    (second / "data" / "wheels").symlink_to((first / "data" / "wheels").resolve(), target_is_directory=True)
+    log = sh(["dvc", "repro"], second, OTHER_MACHINE)
+    assert "Running stage 'encode@minilm-c256'" in log  # cold: every vector computed again
+    archived = next(line for line in log.splitlines() if line.startswith("archive:"))
+    assert ", 0 added," in archived, archived  # every run's bytes (its archive key) as the first machine's
+    status = sh(["git", "status", "--porcelain", "--untracked-files=all"], second).splitlines()
+    assert {line[3:] for line in status} <= MACHINE_FILES, status  # nothing added to data/archive
+    work_first, work_second = output_bytes(first, ("data/work",)), output_bytes(second, ("data/work",))
+    assert sorted(work_first) == sorted(work_second)
+    moved = [name for name in work_first if work_first[name] != work_second[name]]
+    assert moved and all(name.endswith(".json") for name in moved)  # vectors, runs, qrels, trec files: the same
+    assert [n for n in moved if not measured_only(*(json.loads(w[n]) for w in (work_first, work_second)))] == []
