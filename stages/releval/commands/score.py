@@ -17,7 +17,7 @@ from releval.measurement.metrics import (
     evaluate,
     parse_metrics,
 )
-from releval.inputs.trec import FORMATS, read_qrels, read_run
+from releval.inputs.trec import FORMATS, read_qrels_checked, read_run_checked
 from releval.measurement.evaluation_text import evaluation_json, evaluation_tsv
 
 DEFAULT_METRICS = "ndcg@10,recall@20,recall@100,map,mrr@10,p@10,bpref,judged@10"
@@ -66,8 +66,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     contract = contract_from_args(args)
     metrics = parse_metrics(name for name in args.metrics.split(",") if name.strip())
-    qrels = read_qrels(args.qrels, args.qrels_format)
-    run_table = read_run(args.run, args.run_format)
+    qrels = read_qrels_checked(args.qrels, args.qrels_format)
+    run_table = read_run_checked(args.run, args.run_format)
     evaluation = evaluate(qrels, run_table, metrics, contract, qrels_source=args.qrels, run_source=args.run)
     render = evaluation_json if args.format == "json" else evaluation_tsv
     text = render(evaluation, args.per_query)
