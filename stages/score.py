@@ -1,16 +1,11 @@
 """DVC stage `score`: every run → document level → metrics under one declared contract.
 
-Writes reports/metrics.json (per configuration, quality and cost figures, with the contract
-beside them), reports/quality.json (the DVC metrics file: the primary metric and its coverage
-per configuration), reports/ops.json and ops.md (machine figures: throughput, latency, memory,
-with the machine they were measured on; a DVC metrics file of their own),
-reports/per_query.parquet, reports/grid.md, and a TREC run file per configuration under
-data/work/trec/.
+Writes metrics.json (figures per configuration, the contract beside them), quality.json (the DVC
+metrics file), ops.json/ops.md (machine figures), per_query.parquet, grid.md, and TREC run files.
 
-Holdout queries are sealed: the runs and judgments DVC makes hold dev queries only, and the
-TREC files and per-query table hold only what was scored. `releval holdout` opens the holdout
-(never a DVC stage, whose run cache could replay an opening without logging it); every opening
-is appended to reports/holdout_access.jsonl first.
+Holdout queries are sealed: the runs and judgments DVC makes hold dev queries only. `releval
+holdout` opens the holdout (never a DVC stage: its run cache could replay an opening unlogged),
+each opening appended to reports/holdout_access.jsonl first.
 """
 
 import argparse
@@ -42,6 +37,8 @@ def main() -> None:
         help="dev (default); holdout or all open the sealed holdout and are logged",
     )
     parser.add_argument("--holdout-log", default=paths.HOLDOUT_LOG)
+    parser.add_argument("--evidence", default=paths.EVIDENCE, help="evidence spans (passage-level figures)")
+    parser.add_argument("--chunks", default=paths.CHUNKS, help="the chunk tables (token counts)")
     args = parser.parse_args()
     params = load_params()
     grid = scoring.score_grid(
@@ -55,6 +52,8 @@ def main() -> None:
         holdout_log=args.holdout_log,
         command=["python", *sys.argv],
         titles=titles_term(params),
+        evidence_spans=args.evidence,
+        chunks_root=args.chunks,
     )
     for run_dir, scored_run in grid.runs:
         trec_path = Path(args.trec_dir) / scoring.trec_file_name(run_dir, args.runs_root)

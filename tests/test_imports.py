@@ -153,4 +153,3 @@ def test_the_argparse_check_allows_only_a_python_m_entry_point(tmp_path):
         "if __name__ == '__main__':\n    parser = argparse.ArgumentParser()\n"
     )
     assert argparse_uses(module) == [4]
-

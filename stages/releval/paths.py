@@ -27,6 +27,7 @@ DOCS = f"{WORK}/docs.parquet"
 QUERIES = f"{WORK}/queries.parquet"
 QRELS = f"{WORK}/qrels.parquet"
 JUDGMENTS_META = f"{WORK}/judgments.json"
+EVIDENCE = f"{WORK}/evidence.parquet"  # the scored split's evidence spans, resolved (releval.measurement.evidence)
 CHUNKS = f"{WORK}/chunks"
 EMBEDDINGS = f"{WORK}/emb"
 # Vectors kept across runs, keyed by model, protocol and text (releval.retrieval.store); not a DVC output.

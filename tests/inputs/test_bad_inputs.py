@@ -1233,6 +1233,8 @@ JUDGMENTS_ARGS = [
     "qrels.parquet",
     "--meta",
     "j.json",
+    "--evidence",
+    "evidence.parquet",
 ]
 
 
@@ -1246,6 +1248,7 @@ def test_the_judgments_stage_refuses_every_dangling_id(tmp_path, monkeypatch, ca
         {
             "dataset": {"subset": {"docs": None, "queries": None}},
             "judgments": {"version": "v2", "path": "v2", "format": "releval"},
+            "metric": {"rel_threshold": 1},
         },
     )
     code, err = run_stage("judgments.py", JUDGMENTS_ARGS, monkeypatch, capsys)
@@ -1267,6 +1270,7 @@ def test_a_declared_subset_drops_counts_and_warns(tmp_path, monkeypatch, capsys)
         {
             "dataset": {"subset": {"docs": 2, "queries": 1}},
             "judgments": {"version": "cran", "path": "rel", "format": "smart"},
+            "metric": {"rel_threshold": 1},
         },
     )
     code, err = run_stage("judgments.py", JUDGMENTS_ARGS, monkeypatch, capsys)
@@ -1291,6 +1295,7 @@ def test_a_declared_subset_drops_releval_judgments_too(tmp_path, monkeypatch, ca
         {
             "dataset": {"subset": {"docs": 2, "queries": 1}},
             "judgments": {"version": "v2", "path": "v2", "format": "releval"},
+            "metric": {"rel_threshold": 1},
         },
     )
     code, err = run_stage("judgments.py", JUDGMENTS_ARGS, monkeypatch, capsys)

@@ -383,16 +383,18 @@ def test_a_repeated_message_is_one_line_with_its_count_and_first_lines(dataset, 
 
 def test_every_shipped_set_validates_against_its_own_dataset(monkeypatch, capsys):
     """`releval validate data/` on the shipped data: v1 and v2 against corpus edition v2 (dataset
-    pydocs), v3 against v3 (pydocs-v3); it reported 3,508 problems when sets were checked against
+    pydocs), v3 and v4 (v3's grades with evidence spans) against v3 (pydocs-v3); it reported 3,508
+    problems when sets were checked against
     the files that happened to sit beside them."""
     monkeypatch.chdir(ROOT)
     code, out, _ = validate(capsys, "data")
     assert code == 0, out[:5]
     sets = {line.split(":")[0].strip(): line for line in out if "judgment set" in line}
-    assert set(sets) == {"judgment set v1", "judgment set v2", "judgment set v3"}
+    assert set(sets) == {"judgment set v1", "judgment set v2", "judgment set v3", "judgment set v4"}
     assert "ids checked against dataset 'pydocs':" in sets["judgment set v1"]
     assert "ids checked against dataset 'pydocs':" in sets["judgment set v2"]
     assert "ids checked against dataset 'pydocs-v3':" in sets["judgment set v3"]
+    assert "ids checked against dataset 'pydocs-v3':" in sets["judgment set v4"]
     code, out, _ = validate(capsys)  # the active dataset
     assert code == 0 and out[0].startswith("ok: dataset pydocs-v3 (params.yaml)")
 

@@ -15,7 +15,9 @@ from releval.reporting.explain_text import explanation_to_dict, render_explanati
 from releval.retrieval import runs
 from support.scored_project import Project
 
-DOCS = {f"d{i}": (f"Title {i}", f"Body of document {i}. " + " ".join(f"w{i}x{j}" for j in range(100))) for i in range(6)}
+DOCS = {
+    f"d{i}": (f"Title {i}", f"Body of document {i}. " + " ".join(f"w{i}x{j}" for j in range(100))) for i in range(6)
+}
 
 
 def chunk_table() -> pl.DataFrame:

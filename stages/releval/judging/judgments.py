@@ -906,6 +906,7 @@ class ActiveJudgments:
     provenance: dict[str, Any]
     dropped_outside_corpus_subset: int
     dropped_outside_query_subset: int
+    judgments: pl.DataFrame | None = None  # a releval set's rows (annotators, evidence); None for a qrels file
 
 
 def set_provenance(judgment_set: JudgmentSet) -> dict[str, Any]:
@@ -986,7 +987,9 @@ def active_judgments(
             )
         qrels = judgment_set.qrels()
         provenance = set_provenance(judgment_set)
+        rows = judgment_set.judgments
     else:
+        rows = None
         qrels = read_judgments(judgments["path"], judgments["format"])
         provenance = {
             # A BEIR dataset directory is hashed by the qrels file read from it.
@@ -1014,4 +1017,4 @@ def active_judgments(
             field="query_id",
         )
     known = qrels.filter(pl.col("doc_id").is_in(doc_ids.implode()) & pl.col("query_id").is_in(query_ids.implode()))
-    return ActiveJudgments(known, provenance, unknown_docs.height, outside_queries.height)
+    return ActiveJudgments(known, provenance, unknown_docs.height, outside_queries.height, rows)

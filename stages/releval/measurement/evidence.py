@@ -262,17 +262,20 @@ def chunk_tokens(chunks: pl.DataFrame, counter: Callable[[str], int] | None = No
 # --------------------------------------------------------------------------- metrics
 
 
+METRIC_PREFIX = "evidence_"  # every passage-level metric's name starts with it
+
+
 def recall_name(k: int) -> str:
-    return f"evidence_recall@{k}"
+    return f"{METRIC_PREFIX}recall@{k}"
 
 
 def ndcg_name(k: int) -> str:
-    return f"evidence_ndcg@{k}"
+    return f"{METRIC_PREFIX}ndcg@{k}"
 
 
 def budget_name(budget: int) -> str:
     """``evidence_recall@512tok``: a budget in tokens, never confused with a rank cut-off."""
-    return f"evidence_recall@{budget}tok"
+    return f"{METRIC_PREFIX}recall@{budget}tok"
 
 
 def metric_names(k_values: Sequence[int] = DEFAULT_K, budgets: Sequence[int] = ()) -> list[str]:

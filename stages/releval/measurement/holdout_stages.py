@@ -35,6 +35,8 @@ def stage_commands(grid: dict, split: str, scratch: Path, reports: Path) -> list
             str(scratch / "qrels.parquet"),
             "--meta",
             str(scratch / "judgments.json"),
+            "--evidence",  # the holdout's spans stay in the scratch folder too, never data/work
+            str(scratch / "evidence.parquet"),
         ]
     ]
     run_root = scratch / "runs"
@@ -85,6 +87,8 @@ def stage_commands(grid: dict, split: str, scratch: Path, reports: Path) -> list
             str(scratch / "qrels.parquet"),
             "--judgments-meta",
             str(scratch / "judgments.json"),
+            "--evidence",
+            str(scratch / "evidence.parquet"),
             "--reports",
             str(reports),
             "--trec-dir",

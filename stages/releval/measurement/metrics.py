@@ -116,7 +116,8 @@ class Contract:
         return cls(**{key: value for key, value in terms.items() if key in fields})
 
 
-METRIC_SECTION_KEYS = ("metrics", "primary", "collapse", "coverage")  # params.yaml `metric` keys, not engine terms
+# params.yaml `metric` keys, not engine terms
+METRIC_SECTION_KEYS = ("metrics", "primary", "collapse", "coverage", "evidence")
 
 
 def contract_from_params(metric_cfg: Mapping[str, Any]) -> Contract:

@@ -138,7 +138,10 @@ def _check_comparable(baseline: Side, candidate: Side, metrics: Sequence[str]) -
 def _align(
     baseline: pl.DataFrame, candidate: pl.DataFrame, metric: str, query_ids: Sequence[str] | None = None
 ) -> tuple[list[str], np.ndarray, np.ndarray]:
-    """Scores of both sides on the same queries, in query_id order (optionally a subset)."""
+    """Scores of both sides on the same queries, in query_id order (optionally a subset).
+
+    A query unscored on both sides is not a question the metric asks (passage-level metrics score
+    only the queries with evidence spans) and is left out; unscored on one side only is an error."""
     joined = (
         baseline.select("query_id", pl.col(metric).alias("b"))
         .join(candidate.select("query_id", pl.col(metric).alias("c")), on="query_id")
@@ -146,6 +149,7 @@ def _align(
     )
     if query_ids is not None:
         joined = joined.filter(pl.col("query_id").is_in(list(query_ids)))
+    joined = joined.filter(pl.col("b").is_not_null() | pl.col("c").is_not_null())
     nulls = joined.filter(pl.col("b").is_null() | pl.col("c").is_null())
     if nulls.height:
         raise InputError(f"{nulls.height} queries have no score ({preview(nulls['query_id'].to_list())})", field=metric)

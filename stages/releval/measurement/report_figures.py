@@ -43,7 +43,9 @@ class WorstQuery:
 class ReportFigures:
     """The statistics report.md shows."""
 
-    intervals: list[dict[str, Any]]  # the primary's bootstrap interval per configuration, best first (the grid's column)
+    intervals: list[
+        dict[str, Any]
+    ]  # the primary's bootstrap interval per configuration, best first (the grid's column)
     grid: GridReport | None  # every configuration against the baseline; None: one configuration was scored
     pairs: dict[str, PairReport]  # each configuration against the baseline, with the grid's verdict on the primary
     slices: dict[str, int]  # slice name -> scored queries carrying it

@@ -31,7 +31,7 @@ from releval.config import section
 from releval.errors import InputError
 from releval.judging.completeness import CONTRACT_KEY as CONTRACT_COMPLETENESS
 from releval.judging.completeness import POOLED, POSITIVES_ONLY, POSITIVES_ONLY_CAVEAT, Completeness, metrics_for
-from releval.measurement import holdout, operations
+from releval.measurement import evidence, holdout, operations
 from releval.measurement.metrics import (
     FIXED_TERMS,
     SATURATION_SHARE,
@@ -358,6 +358,86 @@ def run_warnings(config_id: str, evaluation: Evaluation, metrics: Sequence[str],
     ]
 
 
+EVIDENCE_KEY = "evidence"  # params metric.evidence, the contract's record of it, each configuration's figures
+EVIDENCE_BASIS = "document text without its title; chunk ids' offsets; tokens of the chunking's tokenizer"
+
+
+@dataclass
+class EvidenceInputs:
+    """What passage-level scoring needs besides a run: the resolved spans of the scored queries
+    (data/work/evidence.parquet, the judgments stage's), each chunking's chunk table for token
+    counts, and params ``metric.evidence`` (tau, k, budgets)."""
+
+    spans: pl.DataFrame
+    chunks_root: Path
+    tau: float
+    k: tuple[int, ...]
+    budgets: tuple[int, ...]
+    _tokens: dict[str, dict[str, int]] = dataclasses.field(default_factory=dict)
+
+    def tokens(self, chunking: str) -> dict[str, int]:
+        if chunking not in self._tokens:
+            table = pl.read_parquet(self.chunks_root / f"{chunking}.parquet", columns=["chunk_id", "n_tokens"])
+            self._tokens[chunking] = evidence.chunk_tokens(table)
+        return self._tokens[chunking]
+
+    def terms(self) -> dict[str, Any]:
+        """The contract's record: the terms every evidence figure was computed under."""
+        return {"tau": self.tau, "k": list(self.k), "budgets": list(self.budgets), "basis": EVIDENCE_BASIS}
+
+
+def evidence_inputs(
+    metric_cfg: Mapping[str, Any], spans: pl.DataFrame | str | Path | None, chunks_root: str | Path
+) -> EvidenceInputs | None:
+    """The passage-level inputs when ``metric_cfg`` (params ``metric`` or a contract) has ``evidence``
+    terms and the judgments mark spans (``spans``: the table or its file); else None."""
+    cfg = metric_cfg.get(EVIDENCE_KEY)
+    if not cfg or spans is None:
+        return None
+    if not isinstance(spans, pl.DataFrame):
+        if not Path(spans).is_file():
+            return None
+        spans = pl.read_parquet(spans)
+    if spans.height == 0:
+        return None
+    return EvidenceInputs(
+        spans,
+        Path(chunks_root),
+        float(cfg.get("tau", evidence.DEFAULT_TAU)),
+        tuple(int(k) for k in cfg.get("k") or evidence.DEFAULT_K),
+        tuple(int(b) for b in cfg.get("budgets") or ()),
+    )
+
+
+def score_evidence(
+    chunk_run: pl.DataFrame, meta: Mapping[str, Any], scored: ScoredQueries, inputs: EvidenceInputs, contract: Contract
+) -> tuple[pl.DataFrame | None, dict[str, Any]]:
+    """A chunk-level run's passage-level figures over the scored queries (:mod:`releval.measurement.evidence`):
+    (per query, figures); (None, why) for a run whose ids are not the pipeline's chunks (an external run,
+    a fusion over documents)."""
+    chunking = meta.get("chunking")
+    if meta.get("kind") == runs.EXTERNAL or not chunking or not (inputs.chunks_root / f"{chunking}.parquet").is_file():
+        return None, {"not_computed": "its ids are not the pipeline's chunks (no character offsets to cover spans)"}
+    ids = list(scored.ids)
+    run = chunk_run.filter(pl.col("query_id").is_in(ids))
+    spans = inputs.spans.filter(pl.col("query_id").is_in(ids))
+    try:
+        found = evidence.evaluate_evidence(
+            run,
+            spans,
+            k_values=inputs.k,
+            budgets=inputs.budgets,
+            tokens=inputs.tokens(chunking),
+            tau=inputs.tau,
+            gain=contract.gain,
+            missing_in_run=contract.missing_in_run,
+            judged_query_ids=ids,
+        )
+    except InputError as exc:
+        return None, {"not_computed": exc.detail}
+    return found.per_query, {"mean": dict(found.mean), "counts": dict(found.counts)}
+
+
 @dataclass(frozen=True)
 class ScoredRun:
     """One stored run scored by the score stage."""
@@ -369,18 +449,30 @@ class ScoredRun:
 
 
 def score_run(
-    run_dir: Path, scored: ScoredQueries, metrics: Sequence[str], contract: Contract, *, condensed: bool = True
+    run_dir: Path,
+    scored: ScoredQueries,
+    metrics: Sequence[str],
+    contract: Contract,
+    *,
+    condensed: bool = True,
+    passages: EvidenceInputs | None = None,
 ) -> ScoredRun:
     """Read the run in ``run_dir``, collapse it to documents and score it over ``scored``; ``condensed``
-    False (positives-only judgments: :mod:`releval.judging.completeness`) adds no condensed-list column."""
+    False (positives-only judgments: :mod:`releval.judging.completeness`) adds no condensed-list column;
+    ``passages`` adds the passage-level figures (:func:`score_evidence`) to the per-query table and the result."""
     chunk_run, meta = runs.read_run(run_dir)
     doc_run = document_run(chunk_run, scored.ids)
     evaluation = score(doc_run, scored, metrics, contract)
     per_query = with_condensed(evaluation, doc_run, scored.qrels) if condensed else evaluation.per_query
     cid = meta["config_id"]
+    result = config_result(run_dir, meta, evaluation, metrics, condensed=per_query)
+    if passages is not None:
+        by_query, result[EVIDENCE_KEY] = score_evidence(chunk_run, meta, scored, passages, contract)
+        if by_query is not None:
+            per_query = per_query.join(by_query, on="query_id", how="left", maintain_order="left")
     return ScoredRun(
         config_id=cid,
-        result=config_result(run_dir, meta, evaluation, metrics, condensed=per_query),
+        result=result,
         per_query=per_query.with_columns(pl.lit(cid).alias("config_id")),
         document_run=doc_run,
     )
@@ -441,6 +533,7 @@ def metrics_document(
     *,
     titles: str | None = None,
     documents: int | None = None,
+    passages: EvidenceInputs | None = None,
 ) -> dict[str, Any]:
     """metrics.json: the full contract (engine terms and recorded context) and each configuration's figures.
 
@@ -464,6 +557,7 @@ def metrics_document(
         "judgments_sha256": judgments["source_sha256"],
         "pooling": judgments.get("description") or "not recorded",
         CONTRACT_COMPLETENESS: judged_completeness(judgments).kind,
+        **({EVIDENCE_KEY: passages.terms()} if passages is not None else {}),
         **split_terms,
     }
     document: dict[str, Any] = {
@@ -475,6 +569,7 @@ def metrics_document(
                 "ops": r["ops"],
                 "counts": r["counts"],
                 "slices": r["slices"],
+                **({EVIDENCE_KEY: r[EVIDENCE_KEY]} if EVIDENCE_KEY in r else {}),
             }
             for cid, r in results.items()
         },
@@ -559,12 +654,16 @@ def score_grid(
     holdout_log: str | Path,
     command: Sequence[str],
     titles: str | None,
+    evidence_spans: str | Path | None = None,
+    chunks_root: str | Path | None = None,
 ) -> ScoredGrid:
     """stages/score.py's work: the grid's runs (params ``grid``) below ``runs_root`` scored under params
     ``metric`` against ``qrels`` over the ``split``'s queries (opening the holdout is logged to
     ``holdout_log`` first, naming ``command``), with metrics.json's contract (``titles``: the chunks'
-    titles term) and the saturated cutoffs of ``docs``' corpus. Prints what positives-only judgments
-    leave out and warns about stale run folders and thinly judged runs, as the stage reports them."""
+    titles term) and the saturated cutoffs of ``docs``' corpus; with ``evidence_spans`` (the judgments
+    stage's resolved spans) and params ``metric.evidence``, the passage-level figures of every chunk-level
+    run too, its chunks read from ``chunks_root``. Prints what positives-only judgments leave out and
+    warns about stale run folders and thinly judged runs, as the stage reports them."""
     metric_cfg = section(params, "metric")
     contract = contract_from_params(metric_cfg)
     qrels_table = pl.read_parquet(qrels)
@@ -588,8 +687,14 @@ def score_grid(
         source=str(queries),
     )
     scored_set = scored_queries(scored, qrels_table)
+    passages = (
+        evidence_inputs(metric_cfg, evidence_spans, chunks_root)
+        if evidence_spans is not None and chunks_root is not None
+        else None
+    )
+    condensed = not completeness.positives_only
     scored_runs = [
-        (run_dir, score_run(run_dir, scored_set, metrics, contract, condensed=not completeness.positives_only))
+        (run_dir, score_run(run_dir, scored_set, metrics, contract, condensed=condensed, passages=passages))
         for run_dir in run_dirs
     ]
     results = {scored_run.config_id: scored_run.result for _, scored_run in scored_runs}
@@ -605,6 +710,7 @@ def score_grid(
         split_terms,
         titles=titles,
         documents=pl.scan_parquet(docs).select(pl.len()).collect().item(),
+        passages=passages,
     )
     machine = operations.ops_document(
         {cid: r["machine_ops"] for cid, r in results.items()}, operations.describe_machine()

@@ -71,7 +71,9 @@ from releval import config, io, paths
 from releval.errors import InputError
 from releval.inputs.corpus import read_corpus, read_queries
 from releval.inputs.schemas import load_queries
-from releval.judging.judgments import active_judgments
+from releval.judging.active import judgments_outputs
+from releval.judging.completeness import metrics_for
+from releval.measurement import evidence
 from releval.measurement import holdout, operations, scoring
 from releval.measurement.metrics import contract_from_params
 from releval.progress import progress
@@ -309,8 +311,11 @@ def _value(metrics: Mapping[str, Any], ref: MetricRef, metrics_file: str = METRI
                 field=f"configs.{ref.config_id}.ops",
             )
         return ops[key]
+    passage_level = (row.get(scoring.EVIDENCE_KEY) or {}).get("mean") or {}
+    if ref.metric.startswith(evidence.METRIC_PREFIX) and ref.metric in passage_level:
+        return passage_level[ref.metric]
     if ref.metric not in row:
-        known = [k for k in row if k not in ("ops", "counts", "slices")]
+        known = [k for k in row if k not in ("ops", "counts", "slices", scoring.EVIDENCE_KEY)] + list(passage_level)
         raise InputError(
             f"no metric {ref.metric!r} for {ref.config_id}; known: {', '.join(known)}",
             file=metrics_file,
@@ -435,6 +440,11 @@ class ScoringInputs:
     links: list[Link]  # for rebuilt inputs: each file's md5 against dvc.lock
     rebuilt: bool = False
     files: dict[str, Path] = field(default_factory=dict)  # data/work path -> the file read (rebuilt: a temporary one)
+    spans: pl.DataFrame | None = None  # the evidence spans of the judgments (data/work/evidence.parquet), when any
+
+
+def _read_spans(path: Path | None) -> pl.DataFrame | None:
+    return pl.read_parquet(path) if path is not None and path.is_file() else None
 
 
 def scoring_inputs(root: str | Path) -> ScoringInputs:
@@ -443,12 +453,24 @@ def scoring_inputs(root: str | Path) -> ScoringInputs:
     root = Path(root)
     if (root / QUERIES_FILE).exists() and (root / QRELS_FILE).exists():
         files = {path: root / path for path, _ in REBUILT}
-        return ScoringInputs(pl.read_parquet(files[QUERIES_FILE]), pl.read_parquet(files[QRELS_FILE]), [], files=files)
+        return ScoringInputs(
+            pl.read_parquet(files[QUERIES_FILE]),
+            pl.read_parquet(files[QRELS_FILE]),
+            [],
+            files=files,
+            spans=_read_spans(files[paths.EVIDENCE]),
+        )
     return rebuild_inputs(root)
 
 
 # The scoring inputs, each with the stage that writes it (a clone without the DVC cache lacks them all).
-REBUILT = ((paths.DOCS, "ingest"), (QUERIES_FILE, "queries"), (QRELS_FILE, "judgments"), (JUDGMENTS_META, "judgments"))
+REBUILT = (
+    (paths.DOCS, "ingest"),
+    (QUERIES_FILE, "queries"),
+    (QRELS_FILE, "judgments"),
+    (JUDGMENTS_META, "judgments"),
+    (paths.EVIDENCE, "judgments"),
+)
 
 
 def rebuild_inputs(root: str | Path, folder: str | Path | None = None) -> ScoringInputs:
@@ -467,7 +489,12 @@ def rebuild_inputs(root: str | Path, folder: str | Path | None = None) -> Scorin
     recorded = _recorded_hashes(root)
     links = [_rebuilt_link(path, stage, files[path], recorded.get(path)) for path, stage in REBUILT]
     return ScoringInputs(
-        pl.read_parquet(files[QUERIES_FILE]), pl.read_parquet(files[QRELS_FILE]), links, True, files=files
+        pl.read_parquet(files[QUERIES_FILE]),
+        pl.read_parquet(files[QRELS_FILE]),
+        links,
+        True,
+        files=files,
+        spans=_read_spans(files.get(paths.EVIDENCE)),
     )
 
 
@@ -503,26 +530,23 @@ def rebuilt_tables(root: str | Path) -> dict[str, Any]:
         queries = queries.head(int(subset["queries"]))
     if queries.height == 0:
         raise InputError("the query set is empty", file=str(spec["path"]))
-    selected = holdout.select_queries(queries, "dev", source=QUERIES_FILE)["query_id"]
-    active = active_judgments(
-        {**judgments, "path": str(here(judgments["path"]))}, subset, docs.select("doc_id", "text"), queries["query_id"]
+    out = judgments_outputs(
+        {**judgments, "path": str(here(judgments["path"]))},
+        subset,
+        docs.select("doc_id", "text"),
+        queries,
+        split="dev",
+        rel_threshold=int(config.section(params, "metric.rel_threshold")),
+        queries_source=QUERIES_FILE,
     )
-    kept = active.qrels.filter(pl.col("query_id").is_in(selected.implode()))
-    meta = {
-        "version": str(judgments["version"]),
-        "source": judgments["path"],
-        "split": holdout.contract_split(queries, "dev"),
-        **active.provenance,
-        "counts": {
-            "judgments": kept.height,
-            "queries_judged": kept["query_id"].n_unique(),
-            "dropped_outside_corpus_subset": active.dropped_outside_corpus_subset,
-            "dropped_outside_query_subset": active.dropped_outside_query_subset,
-            "sealed_outside_split": active.qrels.height - kept.height,
-            "grades": {str(g): n for g, n in kept.group_by("grade").len().sort("grade").iter_rows()},
-        },
+    meta = {**out.meta, "source": judgments["path"]}  # as the stage records it: the path params.yaml names
+    return {
+        paths.DOCS: docs,
+        QUERIES_FILE: queries,
+        QRELS_FILE: out.qrels,
+        JUDGMENTS_META: meta,
+        paths.EVIDENCE: out.spans,
     }
-    return {paths.DOCS: docs, QUERIES_FILE: queries, QRELS_FILE: kept, JUDGMENTS_META: meta}
 
 
 def write_rebuilt(root: Path, folder: Path) -> dict[str, Path]:
@@ -610,6 +634,9 @@ def recompute(
     inputs = inputs or scoring_inputs(root)
     scored = scoring.scored_queries(holdout.scored_queries(inputs.queries, contract, source=QUERIES_FILE), inputs.qrels)
     wanted = list(metrics or contract.get("metrics") or [])
+    passage_level = [m for m in wanted if m.startswith(evidence.METRIC_PREFIX)]
+    wanted = [m for m in wanted if m not in passage_level]
+    passages = scoring.evidence_inputs(contract, inputs.spans, root / paths.CHUNKS) if passage_level else None
     engine = scoring.contract_from_record(contract)
     store = archive.Archive(root / paths.ARCHIVE)
     out: dict[str, dict[str, Any]] = {}
@@ -617,18 +644,47 @@ def recompute(
         try:
             kind, where = run_source(root, config_id, entry, store)
             if kind == "run":
-                doc_run = scoring.document_run(runs.read_run(where)[0], scored.ids)
+                chunk_run, meta = runs.read_run(where)
+                doc_run = scoring.document_run(chunk_run, scored.ids)
                 source = f"{entry['run_dir']}/run.parquet"
             else:
                 doc_run = holdout.restrict(store.read_documents(where["docs_sha256"]), scored.ids)
                 source = f"the committed archive ({paths.ARCHIVE}/{archive.DOCS_DIR}/{where['docs_sha256'][:12]}…)"
+            mean: dict[str, Any] = {}
+            if passage_level and kind != "run":
+                raise InputError(
+                    f"passage-level figures need the chunk-level run ({entry.get('run_dir')}/run.parquet), "
+                    f"which is {NOT_HERE}; the committed archive keeps document-level runs"
+                )
+            if passage_level:
+                mean = _passage_means(chunk_run, meta, scored, passages, engine)
         except InputError as exc:
             out[config_id] = {"error": str(exc)}
             continue
-        evaluation = scoring.score(doc_run, scored, wanted, engine)
+        slices: dict[str, Any] = {}
+        if wanted:
+            evaluation = scoring.score(doc_run, scored, wanted, engine)
+            mean, slices = {**dict(evaluation.mean), **mean}, evaluation.slices
         qrels = "qrels rebuilt from the committed judgments" if inputs.rebuilt else QRELS_FILE
-        out[config_id] = {"mean": dict(evaluation.mean), "slices": evaluation.slices, "source": f"{source} and {qrels}"}
+        spans = f" and {paths.EVIDENCE}" if passage_level else ""
+        out[config_id] = {"mean": mean, "slices": slices, "source": f"{source} and {qrels}{spans}"}
     return out
+
+
+def _passage_means(
+    chunk_run: pl.DataFrame,
+    meta: Mapping[str, Any],
+    scored: scoring.ScoredQueries,
+    passages: scoring.EvidenceInputs | None,
+    engine: Any,
+) -> dict[str, Any]:
+    """A chunk run's passage-level means, recomputed under the contract's evidence terms."""
+    if passages is None:
+        raise InputError(f"no evidence spans here ({paths.EVIDENCE}) or no evidence terms in the contract")
+    _, figures = scoring.score_evidence(chunk_run, meta, scored, passages, engine)
+    if "mean" not in figures:
+        raise InputError(f"no passage-level figures for this run: {figures.get('not_computed')}")
+    return dict(figures["mean"])
 
 
 # --------------------------------------------------------------------------- verification
@@ -1122,7 +1178,7 @@ class Rescored:
     doc_run: pl.DataFrame
     meta: dict[str, Any] | None  # its run.json (the run folder's or the archive's copy)
     run_sha256: str | None  # of the run read (the archive entry's when read from there)
-    result: dict[str, Any]  # mean, condensed, counts, ops, slices, warnings: what score.py records
+    result: dict[str, Any]  # mean, condensed, counts, ops, slices, warnings, evidence: what score.py records
 
 
 @dataclass
@@ -1148,6 +1204,7 @@ class AllAudit:
     documents: int | None
     selected: pl.DataFrame | None = None  # the queries score.py scores (its split)
     scored: Any = None  # releval.measurement.scoring.ScoredQueries: those queries with their qrels and slices
+    passages: Any = None  # releval.measurement.scoring.EvidenceInputs: the rebuilt spans, when judgments mark any
 
     @classmethod
     def read(cls, root: Path, tmp: Path, desc: str | None) -> AllAudit:
@@ -1220,8 +1277,19 @@ class AllAudit:
         """The grid's configurations, then any other metrics.json holds (each is scored)."""
         return list(dict.fromkeys([*self.expected, *(self.metrics.get("configs") or {})]))
 
+    def completeness(self) -> Any:
+        """What the judgments declare (judgments.json): positives-only leaves judged@k, bpref and
+        condensed lists out."""
+        return scoring.judged_completeness(self.judgments_meta())
+
+    def metric_names(self) -> list[str]:
+        """The metrics score.py computes: params' list, less what the judgments' completeness leaves out."""
+        return metrics_for(list(self.metric_cfg["metrics"]), self.completeness())[0]
+
     def rescore(self, desc: str | None) -> None:
-        metric_names = list(self.metric_cfg["metrics"])
+        metric_names = self.metric_names()
+        spans = self.inputs.files.get(paths.EVIDENCE) or self.root / paths.EVIDENCE
+        self.passages = scoring.evidence_inputs(self.metric_cfg, spans, self.root / paths.CHUNKS)
         selected = holdout.select_queries(self.inputs.queries, self.split, source=QUERIES_FILE)
         self.scored = scoring.scored_queries(selected, self.inputs.qrels)
         self.selected = selected
@@ -1251,7 +1319,10 @@ class AllAudit:
             source = f"the committed archive ({paths.ARCHIVE}/{archive.DOCS_DIR}/{where['docs_sha256'][:12]}…)"
             full, run_sha = where["depth"] is None, where["run_sha256"]
         evaluation = scoring.score(doc_run, self.scored, metric_names, self.engine)
-        per_query = scoring.with_condensed(evaluation, doc_run, self.scored.qrels) if full else evaluation.per_query
+        condensed = full and not self.completeness().positives_only
+        per_query = (
+            scoring.with_condensed(evaluation, doc_run, self.scored.qrels) if condensed else evaluation.per_query
+        )
         recorded = (self.metrics.get("configs") or {}).get(config_id) or {}
         result = {
             "mean": dict(evaluation.mean),
@@ -1261,6 +1332,14 @@ class AllAudit:
             "slices": evaluation.slices or {},
             "warnings": scoring.run_warnings(config_id, evaluation, metric_names, meta or {}),
         }
+        if self.passages is not None and kind == "run":  # passage-level figures need the chunk-level run
+            by_query, result[scoring.EVIDENCE_KEY] = scoring.score_evidence(
+                chunk_run, meta, self.scored, self.passages, self.engine
+            )
+            if by_query is not None:
+                per_query = per_query.join(by_query, on="query_id", how="left", maintain_order="left")
+        elif self.passages is not None and scoring.EVIDENCE_KEY in recorded:
+            result[scoring.EVIDENCE_KEY] = recorded[scoring.EVIDENCE_KEY]  # not recomputable from the archive
         return Rescored(
             config_id,
             entry.get("run_dir"),
@@ -1370,7 +1449,7 @@ class AllAudit:
             if not isinstance(again, Rescored):
                 links.append(Link("recompute", config_id, "missing", again or "not scored"))
                 continue
-            for metric in self.metric_cfg["metrics"]:
+            for metric in self.metric_names():
                 recorded, value = row.get(metric), again.result["mean"].get(metric)
                 status = "ok" if recorded == value else "mismatch"
                 links.append(
@@ -1456,6 +1535,40 @@ class AllAudit:
                     "not recomputed: the archive keeps this run to a depth, and a condensed list reaches below it",
                 )
             )
+        if scoring.EVIDENCE_KEY in row or scoring.EVIDENCE_KEY in again.result:
+            subject = f"{config_id} evidence"
+            if not again.full:
+                links.append(
+                    Link("evidence", subject, "note", "not recomputed: passage-level figures need the chunk-level run")
+                )
+            else:
+                recorded, mine = row.get(scoring.EVIDENCE_KEY) or {}, again.result.get(scoring.EVIDENCE_KEY) or {}
+                means, computed = recorded.get("mean") or {}, mine.get("mean") or {}
+                for metric in dict.fromkeys([*means, *computed]):
+                    value = computed.get(metric)
+                    ok = means.get(metric) == value
+                    links.append(
+                        Link(
+                            "recompute",
+                            f"{config_id} {metric}",
+                            "ok" if ok else "mismatch",
+                            f"{value!r} from the chunk-level run and {paths.EVIDENCE}"
+                            if ok
+                            else f"{self.metrics_file} {means.get(metric)!r}, recomputed {value!r}",
+                        )
+                    )
+                rest = {k: v for k, v in recorded.items() if k != "mean"}
+                rest_mine = {k: v for k, v in mine.items() if k != "mean"}
+                links.append(
+                    Link("evidence", subject, "ok", "passage-level counts as recomputed from the chunks")
+                    if rest == rest_mine
+                    else Link(
+                        "evidence",
+                        subject,
+                        "mismatch",
+                        f"{self.metrics_file} {_short(rest)}, recomputed {_short(rest_mine)}",
+                    )
+                )
         counts = row.get("counts") or {}
         if counts == again.result["counts"]:
             links.append(
@@ -1576,12 +1689,13 @@ class AllAudit:
         document = scoring.metrics_document(
             results,
             self.engine,
-            self.metric_cfg,
+            {**self.metric_cfg, "metrics": self.metric_names()},
             dataset,
             {"version": judgments.get("version"), "source_sha256": judgments.get("source_sha256"), **judgments},
             self.split_terms(),
             titles=titles,
             documents=self.documents,
+            passages=self.passages,
         )
         document["_results"] = results
         return document
@@ -1714,8 +1828,12 @@ class AllAudit:
             return Link("report", path, "missing", "not on disk")
         recorded = pl.read_parquet(self.root / path)
         partial = not all(self.rescored[c].full for c in self.expected if isinstance(self.rescored.get(c), Rescored))
-        if partial:  # condensed-list columns need every retrieved document
-            keep = [c for c in expected.columns if not c.endswith(scoring.CONDENSED_MARK)]
+        if partial:  # condensed-list columns need every retrieved document, evidence columns the chunks
+            keep = [
+                c
+                for c in expected.columns
+                if not c.endswith(scoring.CONDENSED_MARK) and not c.startswith(evidence.METRIC_PREFIX)
+            ]
             expected, recorded = expected.select(keep), recorded.select([c for c in keep if c in recorded.columns])
         if recorded.equals(expected):
             what = "the metric columns" if partial else "every row and column"
@@ -1756,7 +1874,7 @@ class AllAudit:
         return links
 
     def _grid_markdown(self, truth: Mapping[str, Any], results: Mapping[str, Any]) -> str:
-        metrics = list(self.metric_cfg["metrics"])
+        metrics = self.metric_names()
         return grid_markdown(
             {cid: dict(r) for cid, r in results.items()},
             truth["contract"],
@@ -2331,7 +2449,11 @@ def render_summary(lineage: Lineage, verification: Verification, code: Mapping[s
         f"  run        {lineage.run_dir}/run.parquet sha256 {str(lineage.run_sha256)[:12]}… "
         f"(stage {lineage.run_stage})",
         f"  judgments  {lineage.judgments.get('version', lineage.contract.get('judgments_version'))} "
-        f"({lineage.judgments.get('source')}, sha256 {str(lineage.judgments.get('source_sha256'))[:12]}…)",
+        + (
+            f"({lineage.judgments['source']}, sha256 {str(lineage.judgments.get('source_sha256'))[:12]}…)"
+            if lineage.judgments.get("source")
+            else f"({JUDGMENTS_META} not available here: its source unrecorded in this summary)"
+        ),
     ]
     for name, info in sorted(lineage.models.items()):
         lines.append(
@@ -2342,6 +2464,9 @@ def render_summary(lineage: Lineage, verification: Verification, code: Mapping[s
     lines.append(f"  commit     {g.get('commit') or '(none)'}{dirty}")
     lines.append(f"  {auditing_code_line(code)}")
     links = verification.links
+    for link in links:
+        if link.check == "recompute":
+            lines.append(f"  recomputed {_short(link.detail, 200)}")
     counts = {word: sum(link.status == word for link in links) for word in ("ok", "note", "unavailable")}
     broken = verification.broken
     lines.append(

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from releval.measurement import scoring
+from releval.measurement import evidence, scoring
 from releval.measurement.coverage import BPREF, Coverage
 from releval.reporting.text import means
 
@@ -36,7 +36,7 @@ def coverage_sentence(found: Coverage) -> str:
             f"condensed-list {scoring.condensed_name(found.metric)} (unjudged documents removed from the ranking; "
             f"Sakai, SIGIR 2007) {means(found.condensed)}"
         )
-    else:
+    elif not found.metric.startswith(evidence.METRIC_PREFIX):  # passage-level metrics have no condensed list
         parts.append(f"condensed-list {scoring.condensed_name(found.metric)} not recorded")
     if found.metric != BPREF:
         parts.append(f"bpref {means(found.bpref)}" if found.bpref is not None else "bpref not scored")

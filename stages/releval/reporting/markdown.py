@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from releval.measurement import scoring
+from releval.measurement import evidence, scoring
 
 # Cost figures only: throughput, latency and memory depend on the machine (reports/ops.md).
 GRID_OPS = [
@@ -95,7 +95,14 @@ def grid_markdown(
     judged = scoring.coverage_metric(contract)
     judged = judged if judged is not None and any(judged in r["mean"] for r in results.values()) else None
     saturated = list((saturation or {}).get("saturated") or [])
-    header = ["configuration", *quality, *([judged] if judged else []), *[label for _, label, _ in GRID_OPS]]
+    passages = evidence_columns(contract)
+    header = [
+        "configuration",
+        *quality,
+        *([judged] if judged else []),
+        *[label for _, label in passages],
+        *[label for _, label, _ in GRID_OPS],
+    ]
     lines = [
         "# Retrieval grid",
         "",
@@ -109,6 +116,8 @@ def grid_markdown(
         cells = [f"`{cid}`"] + [metric_cell(m, row["mean"].get(m), saturated) for m in quality]
         if judged:
             cells.append(format_cell(row["mean"].get(judged), "{:.2f}"))
+        found = (row.get(scoring.EVIDENCE_KEY) or {}).get("mean") or {}
+        cells += [format_cell(found.get(name)) for name, _ in passages]
         for key, _, fmt in GRID_OPS:
             value = row["ops"].get(key)
             cells.append(
@@ -120,12 +129,38 @@ def grid_markdown(
     notes = [
         saturation_note(saturation, quality),
         coverage_note({cid: results[cid]["mean"] for cid in order}, contract),
+        evidence_note(contract, results),
     ]
     lines += [line for note in notes if note for line in ("", note)]
     warnings = [w for cid in order for w in results[cid].get("warnings", [])]
     if warnings:
         lines += ["", "## Warnings", ""] + [f"- {w}" for w in warnings]
     return "\n".join(lines) + "\n"
+
+
+def evidence_columns(contract: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(metric, column label) of the passage-level figures the contract records terms for."""
+    terms = contract.get(scoring.EVIDENCE_KEY)
+    if not isinstance(terms, Mapping):
+        return []
+    names = [(f"evidence_recall@{k}", f"evidence recall@{k}") for k in terms.get("k") or []]
+    return names + [(f"evidence_recall@{b}tok", f"evidence @{b} tok") for b in terms.get("budgets") or []]
+
+
+def evidence_note(contract: Mapping[str, Any], results: Mapping[str, Mapping[str, Any]]) -> str | None:
+    """What the passage-level columns are, and which configurations have none."""
+    terms = contract.get(scoring.EVIDENCE_KEY)
+    if not isinstance(terms, Mapping):
+        return None
+    none = sorted(cid for cid, r in results.items() if "mean" not in (r.get(scoring.EVIDENCE_KEY) or {}))
+    without = f"; none for {', '.join(f'`{c}`' for c in none)} (no chunk offsets)" if none else ""
+    return (
+        f"Evidence: the share of the judged evidence spans a configuration's top chunks cover (a chunk bears a "
+        f"span when it holds at least {terms.get('tau')} of its characters), in its top k chunks and within "
+        f"prompts of a token budget (the top chunks in rank order while they fit){without}. Only queries "
+        f"with spans count. Compare by name, e.g. `releval compare A B --metric "
+        f"{evidence.budget_name(terms['budgets'][0]) if terms.get('budgets') else evidence.recall_name(10)}`."
+    )
 
 
 def _contract_line(contract: dict[str, Any]) -> str:
