@@ -29,6 +29,7 @@ COMMANDS = {
     "gate": "regression gate for CI: exit 1 on a significant regression",
     "power": "queries needed for a paired test; smallest resolvable difference",
     "audit": "trace a reported number to its inputs and verify every link",
+    "diff": "every configuration of two commits: the paired difference of its runs, with an interval",
     "archive": "keep every run by content hash; bring back runs of earlier commits (--from-rev, --from-exp)",
     "store": "the embedding store: size per model and role; --gc drops vectors nothing references",
     "holdout": "open the sealed holdout: logged first, then retrieved and scored into reports/holdout",
