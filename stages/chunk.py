@@ -9,23 +9,13 @@ titles were cut.
 """
 
 import argparse
-import time
 from pathlib import Path
 
 import polars as pl
 
 from releval import io, paths
-from releval.retrieval.chunking import (
-    chunk_documents,
-    chunk_stats,
-    content_tokens,
-    load_tokenizer,
-    special_tokens,
-    title_stats,
-    titles_term,
-)
-from releval.config import load_params, section
-from releval.errors import InputError
+from releval.config import load_params
+from releval.retrieval.chunking import chunk_corpus, chunking_config, load_tokenizer, titles_term
 from releval.retrieval.models import resolve_folder
 from releval.stage import entry
 
@@ -37,43 +27,17 @@ def main() -> None:
     parser.add_argument("--out-dir", default=paths.CHUNKS)
     args = parser.parse_args()
     params = load_params()
-    cfg = section(params, f"chunkings.{args.chunking}")
-    for key in ("tokens", "overlap", "tokenizer"):
-        if key not in cfg:
-            raise InputError("missing", file="params.yaml", field=f"chunkings.{args.chunking}.{key}")
-    for key in ("tokens", "overlap"):
-        if not isinstance(cfg[key], int) or isinstance(cfg[key], bool):
-            raise InputError(
-                "must be an integer number of tokens", file="params.yaml", field=f"chunkings.{args.chunking}.{key}"
-            )
+    cfg = chunking_config(params, args.chunking)
     tokenizer_source = str(cfg["tokenizer"])
     tokenizer_path = resolve_folder(tokenizer_source) if ":" in tokenizer_source else Path(tokenizer_source)
     tokenizer = load_tokenizer(tokenizer_path)
-    try:
-        content = content_tokens(tokenizer, cfg["tokens"], cfg["overlap"])
-    except InputError as exc:
-        key = "tokens" if exc.field == "size" else "overlap"
-        raise InputError(exc.detail, file="params.yaml", field=f"chunkings.{args.chunking}.{key}") from None
     titles = titles_term(params)
     docs = pl.read_parquet(args.docs)
-    start = time.perf_counter()
-    chunks = chunk_documents(docs, tokenizer, int(cfg["tokens"]), int(cfg["overlap"]), titles)
-    stats = chunk_stats(chunks, docs)
-    stats.update(
-        {
-            "chunking": args.chunking,
-            "tokens": cfg["tokens"],
-            "content_tokens": content,
-            "special_tokens": special_tokens(tokenizer),
-            "overlap": cfg["overlap"],
-            "tokenizer": tokenizer_source,
-            **title_stats(docs, tokenizer, int(cfg["tokens"]), int(cfg["overlap"]), titles),
-            "wall_s": round(time.perf_counter() - start, 3),
-        }
-    )
+    chunks, stats = chunk_corpus(docs, tokenizer, cfg, args.chunking, titles)
     out_dir = Path(args.out_dir)
     io.write_parquet(out_dir / f"{args.chunking}.parquet", chunks)
     io.write_json(out_dir / f"{args.chunking}.json", stats)
+    content = stats["content_tokens"]
     print(
         f"chunk {args.chunking}: {chunks.height} chunks of up to {content} content tokens "
         f"(+{cfg['tokens'] - content} special) from {docs.height} documents"

@@ -35,6 +35,7 @@ document whose text has no tokens gives no chunk, titled or not.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -253,6 +254,48 @@ def chunk_stats(chunks: pl.DataFrame, docs: pl.DataFrame) -> dict:
         }
         stats["token_quantiles"] = {f"p{round(q * 100)}": _quantile(n_tokens, q) for q in STATS_QUANTILES}
     return stats
+
+
+def chunking_config(params: Mapping[str, Any], name: str) -> Mapping[str, Any]:
+    """params' ``chunkings.<name>``, with its ``tokens``, ``overlap`` and ``tokenizer`` present and
+    the token counts integers (else an InputError naming the field)."""
+    cfg = section(dict(params), f"chunkings.{name}")
+    for key in ("tokens", "overlap", "tokenizer"):
+        if key not in cfg:
+            raise InputError("missing", file="params.yaml", field=f"chunkings.{name}.{key}")
+    for key in ("tokens", "overlap"):
+        if not isinstance(cfg[key], int) or isinstance(cfg[key], bool):
+            raise InputError("must be an integer number of tokens", file="params.yaml", field=f"chunkings.{name}.{key}")
+    return cfg
+
+
+def chunk_corpus(
+    docs: pl.DataFrame, tokenizer: Tokenizer, cfg: Mapping[str, Any], name: str, titles: str
+) -> tuple[pl.DataFrame, dict[str, Any]]:
+    """Chunking ``name`` (its checked :func:`chunking_config`) of ``docs``: the chunks and the
+    stats the chunk stage writes beside them (:func:`chunk_stats`, the chunking's terms, the
+    titles' figures and the wall time)."""
+    try:
+        content = content_tokens(tokenizer, cfg["tokens"], cfg["overlap"])
+    except InputError as exc:
+        key = "tokens" if exc.field == "size" else "overlap"
+        raise InputError(exc.detail, file="params.yaml", field=f"chunkings.{name}.{key}") from None
+    start = time.perf_counter()
+    chunks = chunk_documents(docs, tokenizer, int(cfg["tokens"]), int(cfg["overlap"]), titles)
+    stats = chunk_stats(chunks, docs)
+    stats.update(
+        {
+            "chunking": name,
+            "tokens": cfg["tokens"],
+            "content_tokens": content,
+            "special_tokens": special_tokens(tokenizer),
+            "overlap": cfg["overlap"],
+            "tokenizer": str(cfg["tokenizer"]),
+            **title_stats(docs, tokenizer, int(cfg["tokens"]), int(cfg["overlap"]), titles),
+            "wall_s": round(time.perf_counter() - start, 3),
+        }
+    )
+    return chunks, stats
 
 
 def spans_to_chunks(judged: pl.DataFrame, chunks: pl.DataFrame) -> pl.DataFrame:
