@@ -1,10 +1,13 @@
 """DVC stages `external@<name>` (a run file produced elsewhere, declared under ``externals.<name>``,
 checked against the corpus and query tables and stored as the run folder of configuration
-``external/<name>``) and `externals` (``--declared``: the record of every declared external file,
-which keeps data/work/runs/external in place for the stages that read it, none declared included).
+``external/<name>``; an entry with ``endpoint:`` is a live search endpoint, whose answers for the
+split's queries the stage keeps as the run folder's snapshot file) and `externals`
+(``--declared``: the record of every declared external file, which keeps data/work/runs/external
+in place for the stages that read it, none declared included).
 
 Holdout queries stay sealed: rows of queries outside ``--split`` (dev unless `releval holdout`
-opens the holdout) are dropped, and the stage says how many.
+opens the holdout) are dropped, and the stage says how many; an endpoint is sent only the
+``--split`` queries.
 """
 
 import argparse
@@ -42,20 +45,22 @@ def main() -> None:
         return
     if args.name not in declared:
         parser.error(f"--name must be one of {sorted(declared)}")
-    converted = external.convert(
-        declared[args.name],
-        holdout.read_queries_table(args.queries),
-        pl.read_parquet(args.docs, columns=["doc_id"])["doc_id"],
-        split=args.split,
-    )
-    runs.write_run(out_root / args.name, converted.run, converted.meta)
+    entry_, out_dir = declared[args.name], out_root / args.name
+    queries = holdout.read_queries_table(args.queries)
+    doc_ids = pl.read_parquet(args.docs, columns=["doc_id"])["doc_id"]
+    if entry_.endpoint is not None:  # a live endpoint: its answers for the split's queries, kept as the run file
+        converted = external.snapshot(entry_, queries, doc_ids, out_dir, split=args.split)
+    else:
+        converted = external.convert(entry_, queries, doc_ids, split=args.split)
+    runs.write_run(out_dir, converted.run, converted.meta)
     print("\n".join(external.summary(converted.meta["external"])))
 
 
 def _declared_record(entry: external.ExternalRun) -> dict:
     """An entry as declared.json records it; ``allow_outside`` only when true (the file of an
     entry without it keeps its bytes, and the stages after it their cache)."""
-    return {k: v for k, v in vars(entry).items() if k != "name" and (k != "allow_outside" or v)}
+    record = {k: v for k, v in vars(entry).items() if k != "name" and (k not in ("allow_outside", "endpoint") or v)}
+    return {**record, "endpoint": entry.endpoint.record()} if entry.endpoint else record
 
 
 if __name__ == "__main__":

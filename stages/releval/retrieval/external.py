@@ -22,6 +22,11 @@ Like every run the pipeline makes, the stored run holds dev queries only: rows o
 queries are dropped (and counted) unless ``releval holdout`` opens the holdout. It is ranked
 the way the metric contract ranks any run, by score descending, ties by id ascending (trec_eval
 too ignores a file's rank column); a file whose ranks disagree with its scores is reported.
+
+An entry with ``endpoint:`` names a live search endpoint instead of a file
+(:mod:`releval.retrieval.live_search`): :func:`snapshot` sends it the split's queries, writes
+its answers as a run file in the run folder and checks that file as any other (its ``path`` is
+the query table, the stage's dependency besides the params).
 """
 
 from __future__ import annotations
@@ -37,16 +42,16 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from releval import io
+from releval import io, paths
 from releval.errors import InputError
 from releval.inputs import trec
 from releval.measurement import holdout
-from releval.retrieval import runs
+from releval.retrieval import live_search, runs
 from releval.tables import CHUNK_RUN, TREC_RUN_LINE
 
 UNITS = ("documents", "chunks")
 DESCRIPTION_FIELDS = ("system", "produced", "by")  # what system, when, by whom
-ENTRY_FIELDS = ("path", "format", "description", "unit", "chunk_pattern", "allow_outside")
+ENTRY_FIELDS = ("path", "format", "description", "unit", "chunk_pattern", "allow_outside", "endpoint")
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 KIND = "external"
 
@@ -62,6 +67,7 @@ class ExternalRun:
     unit: str = "documents"
     chunk_pattern: str | None = None
     allow_outside: bool = False  # the file may resolve outside the project root (declared, recorded)
+    endpoint: live_search.Endpoint | None = None  # a live search endpoint, snapshotted by the stage
 
     @property
     def where(self) -> str:
@@ -78,10 +84,18 @@ def declared(name: str, entry: Any, source: str = "params.yaml") -> ExternalRun:
     unknown = sorted(set(entry) - set(ENTRY_FIELDS))
     if unknown:
         raise InputError(f"unknown key; keys: {', '.join(ENTRY_FIELDS)}", file=source, field=f"{where}.{unknown[0]}")
+    live = entry.get("endpoint") is not None
     path = entry.get("path")
+    if live and path != paths.QUERIES:
+        raise InputError(
+            f"an endpoint entry's path is the query table whose queries it is sent, {paths.QUERIES} "
+            "(dvc.yaml depends on every external's path)",
+            file=source,
+            field=f"{where}.path",
+        )
     if not isinstance(path, str) or not path:
         raise InputError("the run file's path (relative to the project root)", file=source, field=f"{where}.path")
-    format = entry.get("format") or trec.infer_format(path)
+    format = entry.get("format") or ("trec" if live else trec.infer_format(path))
     if format not in trec.FORMATS:
         raise InputError(f"expected one of {', '.join(trec.FORMATS)}", file=source, field=f"{where}.format")
     description = entry.get("description")
@@ -91,7 +105,13 @@ def declared(name: str, entry: Any, source: str = "params.yaml") -> ExternalRun:
             file=source,
             field=f"{where}.description",
         )
-    for field in DESCRIPTION_FIELDS:
+    if live and "produced" in description:
+        raise InputError(
+            "an endpoint's run is produced when the stage takes its snapshot, which it records",
+            file=source,
+            field=f"{where}.description.produced",
+        )
+    for field in DESCRIPTION_FIELDS if not live else ("system", "by"):
         value = description.get(field)
         if not isinstance(value, str) or not value.strip():
             raise InputError("a non-empty text", file=source, field=f"{where}.description.{field}")
@@ -119,8 +139,11 @@ def declared(name: str, entry: Any, source: str = "params.yaml") -> ExternalRun:
         raise InputError(
             f"expected true or false, found {allow_outside!r}", file=source, field=f"{where}.allow_outside"
         )
-    description = {f: str(description[f]) for f in DESCRIPTION_FIELDS}
-    return ExternalRun(name, path, format, description, unit, pattern, allow_outside)
+    if live and allow_outside:
+        raise InputError("only for a run file", file=source, field=f"{where}.allow_outside")
+    description = {f: str(description[f]) for f in DESCRIPTION_FIELDS if f in description}
+    spec = live_search.endpoint(entry["endpoint"], where, source) if live else None
+    return ExternalRun(name, path, format, description, unit, pattern, allow_outside, spec)
 
 
 def inside_project(entry: ExternalRun, root: str | Path = ".") -> Path:
@@ -333,6 +356,40 @@ def convert(
     return Converted(run, meta)
 
 
+SNAPSHOT = "snapshot"  # the run folder's snapshot.<format> of an endpoint entry
+
+
+def snapshot(
+    entry: ExternalRun, queries: pl.DataFrame, doc_ids: pl.Series, out_dir: str | Path, *, split: str = "dev"
+) -> Converted:
+    """An endpoint entry's answers for the queries of ``split`` (only those are sent), written to
+    ``out_dir/snapshot.<format>`` (a temporary file renamed once checked) and converted by
+    :func:`convert` as a declared file is; run.json's ``external.endpoint`` records the snapshot."""
+    assert entry.endpoint is not None
+    sent = holdout.select_queries(queries, split, source=entry.path)
+    taken = live_search.take(entry.endpoint, list(zip(sent["query_id"].cast(pl.String), sent["text"])), entry.where)
+    target = Path(out_dir) / f"{SNAPSHOT}.{entry.format}"
+    produced = (
+        f"a snapshot of a live system at {taken.record['taken_at']}: {entry.endpoint.method} {entry.endpoint.url}"
+    )
+    with io.atomic_path(target) as temporary:
+        as_file = ExternalRun(
+            entry.name,
+            temporary.name,
+            entry.format,
+            {**entry.description, "produced": produced},
+            entry.unit,
+            entry.chunk_pattern,
+        )
+        try:
+            live_search.write_snapshot(temporary, taken.rows, entry.format, entry.where)
+            converted = convert(as_file, queries, doc_ids, split=split, root=temporary.parent)
+        except InputError as exc:  # name the snapshot as it is kept, not its temporary name
+            raise InputError(exc.detail, file=target.as_posix(), line=exc.line, field=exc.field) from None
+    record = {**converted.meta["external"], "path": target.as_posix(), "endpoint": taken.record}
+    return Converted(converted.run, {**converted.meta, "external": record})
+
+
 def summary(record: Mapping[str, Any]) -> list[str]:
     """What the stage prints about one converted file."""
     lines = [
@@ -341,6 +398,14 @@ def summary(record: Mapping[str, Any]) -> list[str]:
         f"  kept {record['rows_kept']} rows of {record['queries_kept']} {record['split']} queries "
         f"(of {record['rows']} rows, {record['queries_in_file']} queries in the file)",
     ]
+    live = record.get("endpoint")
+    if live:
+        sealed = "; no holdout query was sent" if record["split"] == "dev" else ""
+        lines.append(
+            f"  a snapshot of a live system: {live['queries_sent']} {record['split']} queries sent to "
+            f"{live['method']} {live['url']} at {live['taken_at']} ({live['hits']} hits, "
+            f"responses sha256 {live['responses_sha256'][:12]}){sealed}"
+        )
     if record["queries_dropped"]:
         lines.append(
             f"  dropped {record['rows_dropped']} rows of {record['queries_dropped']} queries outside the "
