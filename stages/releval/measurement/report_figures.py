@@ -14,6 +14,7 @@ from typing import Any
 import polars as pl
 
 from releval.measurement import scoring
+from releval.measurement.chunk_budget import ChunkPair, chunk_size_pairs
 from releval.measurement.grid import GridReport, adopt_grid_verdicts, compare_grid, threshold_means
 from releval.measurement.pair import (
     DEFAULT_SECONDARY,
@@ -51,6 +52,7 @@ class ReportFigures:
     slices: dict[str, int]  # slice name -> scored queries carrying it
     worst: list[WorstQuery]
     saturation: dict[str, Any]  # :func:`releval.measurement.scoring.saturation` of the corpus
+    chunk_sizes: list[ChunkPair]  # chunkings of one cell at equal token budgets (:mod:`chunk_budget`)
 
 
 def report_figures(
@@ -68,12 +70,15 @@ def report_figures(
     resamples: int,
     seed: int,
     worst: int,
+    chunk_tokens: Mapping[str, int] | None = None,
 ) -> ReportFigures:
     """The figures of report.md: ``per_query`` (the long per-query table, query ids as text) of the
     ``configs``, compared on ``primary`` against ``baseline`` with ``resamples`` bootstrap resamples
     (``seed``), over the ``scored`` queries; ``doc_runs`` (document-level runs over the scored
     queries) and ``scored_qrels`` re-score the winner at each relevance threshold; ``qrels`` count
-    each worst query's relevant documents; ``documents``: the corpus's size (saturated cutoffs)."""
+    each worst query's relevant documents; ``documents``: the corpus's size (saturated cutoffs);
+    ``chunk_tokens``: each chunking's size, for the chunk-size comparison at the contract's evidence
+    budgets (:func:`releval.measurement.chunk_budget.chunk_size_pairs`)."""
     configs = list(configs)
     intervals = interval_table(per_query, primary, configs, resamples, seed)
     grid, pairs = None, {}
@@ -105,6 +110,15 @@ def report_figures(
         slices={name: len(ids) for name, ids in query_slices(scored).items()},
         worst=_worst_queries(per_query, scored, qrels, contract, baseline, primary, worst),
         saturation=scoring.saturation(contract["metrics"], documents),
+        chunk_sizes=chunk_size_pairs(
+            per_query,
+            configs,
+            chunk_tokens or {},
+            (contract.get("evidence") or {}).get("budgets") or (),
+            primary,
+            resamples=resamples,
+            seed=seed,
+        ),
     )
 
 

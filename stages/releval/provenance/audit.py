@@ -75,6 +75,7 @@ from releval.judging.active import judgments_outputs
 from releval.judging.completeness import metrics_for
 from releval.measurement import evidence
 from releval.measurement import holdout, operations, scoring
+from releval.measurement.chunk_budget import chunking_sizes
 from releval.measurement.metrics import contract_from_params
 from releval.progress import progress
 from releval.provenance import archive, revisions
@@ -2004,6 +2005,7 @@ class AllAudit:
                 resamples=options["resamples"],
                 seed=options["seed"],
                 worst=options["worst"],
+                chunk_tokens=chunking_sizes(self.params),
             )
             return report_markdown(
                 card,

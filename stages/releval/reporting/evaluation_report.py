@@ -23,6 +23,7 @@ from releval import paths
 from releval.config import section
 from releval.errors import InputError
 from releval.measurement import explain, holdout, plot_tables, scoring
+from releval.measurement.chunk_budget import chunking_sizes
 from releval.measurement.pair import query_slices
 from releval.measurement.report_figures import report_figures
 from releval.provenance import card as cards
@@ -183,6 +184,7 @@ def build_report(
         resamples=resamples,
         seed=seed,
         worst=worst,
+        chunk_tokens=chunking_sizes(params),
     )
     grid = figures.grid
     differences = plot_tables.difference_interval_table(grid) if grid is not None else []

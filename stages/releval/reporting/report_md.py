@@ -22,6 +22,7 @@ from typing import Any
 
 from releval import paths
 from releval.measurement import scoring, stats
+from releval.measurement.chunk_budget import ChunkPair, split_config
 from releval.measurement.explain import Explanation, ShownDocument
 from releval.measurement.grid import GridReport
 from releval.measurement.report_figures import ReportFigures
@@ -131,6 +132,7 @@ def report_document(
         _opening(card, figures, configs, baseline, primary, page, here),
         _grid_section(ranked, figures, configs, contract, primary, resamples, seed, here),
         _baseline_section(figures, baseline, primary),
+        _chunk_size_section(figures.chunk_sizes, contract, primary),
         _slices_section(ranked, figures.slices, primary),
         _worst_section(figures, primary),
         _per_query_section(page.contrasts, primary),
@@ -264,6 +266,44 @@ def _baseline_section(figures: ReportFigures, baseline: str, primary: str) -> Se
         Details(f"Each comparison in full, with its secondary metrics and slices ({len(pairs)})", tuple(pairs)),
     ]
     return Section(heading, tuple(blocks), anchor="baseline", nav="Against the baseline")
+
+
+def _chunk_size_section(pairs: Sequence[ChunkPair], contract: Mapping[str, Any], primary: str) -> Section | None:
+    """Configurations that differ only in chunking, at equal token budgets (evidence recall@B), with the
+    document-level primary beside them; absent when no cell has two chunkings or no evidence was scored."""
+    if not pairs:
+        return None
+    budget_rows = [p for p in pairs if p.budget is not None]
+    rows = []
+    for pair in pairs:
+        c = pair.comparison
+        rows.append(
+            (
+                f"`{pair.cell}`",
+                f"{pair.budget:,} tokens" if pair.budget is not None else f"document level ({primary})",
+                f"{split_config(pair.smaller)[1]} {c.baseline_mean:.4f}",
+                f"{split_config(pair.larger)[1]} {c.candidate_mean:.4f}",
+                signed(c.mean_difference),
+                interval(c.bootstrap_ci),
+                format_p(c.adjusted_p_value) if c.adjusted_p_value is not None else "–",
+                f"{c.wins}/{c.losses}/{c.ties}",
+                str(c.n_queries),
+                Badge(c.verdict, c.verdict),
+            )
+        )
+    confidence = f"{pairs[0].comparison.confidence:.0%} CI"
+    header = ("cell", "budget", "smaller", "larger", "Δ", confidence, "p (Holm)", "W/L/T", "queries", "verdict")
+    tau = (contract.get("evidence") or {}).get("tau")
+    note = Paragraph(
+        "Configurations that differ only in their chunking, each against its cell's smallest chunking, at equal "
+        "prompt budgets: evidence recall@B is the share of a query's evidence spans borne by the top chunks that "
+        f"fit in B tokens (a chunk bears a span when it covers at least {tau} of its characters), over the queries "
+        f"whose relevant judgments carry spans. Verdicts Holm-adjusted over the {len(budget_rows)} budget rows. "
+        f"The document-level {primary} rows (adjusted apart) credit a page whatever passage of it was retrieved, "
+        "so they cannot settle chunk size. `releval compare A B --metric evidence_recall@1024tok` gives one in full."
+    )
+    align = ("left", "left") + ("right",) * 7 + ("left",)
+    return Section("Chunk size at equal budgets", (Table(header, tuple(rows), align), note), anchor="chunk-size")
 
 
 def _verdict_word(grid: GridReport, config_id: str) -> str:
