@@ -68,6 +68,18 @@ def test_the_gate_with_a_margin_fails_a_drop_it_cannot_rule_out(shell):
     assert "gate: FAIL — not shown non-inferior" in ran.output
 
 
+def test_chunk_size_compared_at_an_equal_budget(shell):
+    """docs/how-to/chunk-size.md: v4's evidence spans give every chunking passage-level figures, compared
+    paired at a token budget over the queries whose judgments carry spans; report.md has the section."""
+    ran = shell.run("default/chunk-size")
+    assert "1. candidate minilm/c512 vs baseline minilm/c256" in ran.output
+    result = next(line for line in ran.output.splitlines() if line.startswith("4. result:"))
+    assert result.startswith("4. result: evidence_recall@1024tok "), result
+    assert re.search(r"\d+ queries compared of \d+", ran.output), ran.tail()
+    report = (shell.cwd / "reports" / "report.md").read_text()
+    assert "## Chunk size at equal budgets" in report and "| `minilm` | 1,024 tokens | c256 " in report
+
+
 def test_judgments_validate_and_the_debt_is_paid(shell):
     ran = shell.run("default/judgments")
     assert "ok: dataset pydocs-v3 (params.yaml)" in ran.output
