@@ -5,6 +5,8 @@
     releval pool --import FILLED|QRELS --into SET_DIR [--annotator NAME] [--parent SET_DIR]
                  [--rubric FILE] [--scale 0=...,1=...] [--completeness pooled|positives-only]
                  [--date YYYY-MM-DD] [--queries FILE] [--corpus FILE]
+    releval pool --sample N|RATE [--seed S] [--runs RUN ... --queries FILE --corpus FILE]
+                 [--judgments SET_DIR] [--depth K] --out POOL.csv|POOL.jsonl [--force]
     releval pool --missing [--depth K] [--judgments SET_DIR] [--out POOL.csv|POOL.jsonl [--force]]
                  [--summary-if-below THRESHOLD]
 
@@ -23,6 +25,19 @@ the document, never from any evaluated system's scores or ranks.
 
 An existing ``--out`` is never overwritten (it may be an annotator's half-filled pool) unless
 ``--force`` is given; the file is written atomically.
+
+Sampling the pool (``--sample``), when the corpus is too big to pool: instead of every unjudged
+top-k pair, a stratified random sample of them (strata by best rank, the design the inferred metrics
+assume: :mod:`releval.judging.sample`, :mod:`releval.measurement.inferred`), ``N`` pairs or a rate
+(``0.2``, ``20%``), drawn from ``--seed`` (default 0; the same seed gives the same sample). The pairs
+come from ``--runs`` (with ``--queries`` and ``--corpus``, less ``--judgments``' pairs) or, without
+``--runs``, from every configuration of the params grid against the active judgments (as
+``--missing``). ``--out`` gets the sampled pairs as the same blind pool file, and ``sample.json``
+beside it the design: rate and size, seed, strata, each (query, stratum) cell's frame and sample size
+(so each pair's inclusion probability), the source runs, the depth and the judgments left out.
+Imported (``--import POOL --into ...``), the version records the design and declares ``sampled``;
+scoring then reports inferred metrics (infNDCG@k, infAP) and `releval compare` / `releval gate`
+decide on the inferred primary.
 
 Importing a qrels file (TREC qrels, a BEIR qrels .tsv: any file that is not .csv or .jsonl) makes
 a first version of its rows (or fills an empty one, as `releval init-dataset` writes it), annotator
@@ -83,7 +98,9 @@ from releval.judging.pool import (
     read_contract,
     write_pool,
 )
-from releval.judging.completeness import KINDS, from_contract
+from releval.judging import sample as sampling
+from releval.judging.completeness import DECLARABLE, from_contract
+from releval.judging.pool import sample_of_grid, sample_of_runs
 from releval.judging.scaffold import parse_scale
 from releval.measurement.metrics import contract_from_params
 from releval.measurement.scoring import coverage_terms
@@ -105,6 +122,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     make.add_argument("--out", help="pool file to write: .csv or .jsonl")
     make.add_argument("--force", action="store_true", help="overwrite an existing --out")
+    make.add_argument(
+        "--sample",
+        metavar="N|RATE",
+        help="write a stratified random sample of the unjudged top-k pairs instead of all of them: N pairs, or a "
+        "rate (0.2 or 20%%); its design goes to sample.json beside --out. Without --runs: the params grid's runs "
+        "against the active judgments",
+    )
+    make.add_argument("--seed", type=int, default=0, help="--sample's seed (default 0; recorded in sample.json)")
     imp = parser.add_argument_group("import a filled pool")
     imp.add_argument("--import", dest="import_path", metavar="FILLED", help="a filled pool (.csv or .jsonl)")
     imp.add_argument("--into", metavar="SET_DIR", help="judgment set to add to (created with --parent)")
@@ -121,7 +146,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     imp.add_argument(
         "--completeness",
-        choices=KINDS,
+        choices=DECLARABLE,
         help="what the written version declares: pooled (non-relevant judgments recorded for what was pooled) or "
         "positives-only (unlisted documents are non-relevant by declaration; BEIR/MTEB qrels). Default: the "
         "base set's; a qrels file with no grade-0 row: positives-only",
@@ -155,6 +180,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.sample is not None:
+        return _run_sample(args)
     if args.missing:
         return _run_missing(args)
     if args.summary_if_below is not None:
@@ -188,6 +215,75 @@ def run(args: argparse.Namespace) -> int:
         f"{pool.n_runs} run(s) at depth {depth}; {pool.left_out} already judged left out -> {out}"
     )
     return 0
+
+
+def _run_sample(args: argparse.Namespace) -> int:
+    for flag, value in (("--missing", args.missing), ("--import", args.import_path), ("--into", args.into)):
+        if value:
+            raise InputError(f"--sample does not take {flag}", file="<command line>", field=flag.lstrip("-"))
+    if not args.out:
+        raise InputError("--sample needs --out POOL.csv|POOL.jsonl", file="<command line>", field="out")
+    if args.seed < 0:
+        raise InputError(f"must be >= 0, got {args.seed}", file="<command line>", field="seed")
+    size = sampling.parse_size(args.sample)
+    out = _pool_file(args)
+    if args.runs:
+        missing = [flag for flag, value in (("--queries", args.queries), ("--corpus", args.corpus)) if not value]
+        if missing:
+            raise InputError(
+                f"sampling --runs needs {', '.join(missing)}", file="<command line>", field=missing[0].lstrip("-")
+            )
+        depth = 10 if args.depth is None else _checked_depth(args.depth)
+        sampled = sample_of_runs(
+            args.runs, args.queries, args.queries_format, args.corpus, args.corpus_format, args.judgments, depth,
+            size, args.seed, "pool --sample",
+        )  # fmt: skip
+    else:
+        params = load_params()
+        metric_cfg = section(params, "metric")
+        depth = _grid_depth(args.depth, params)
+        judgments_cfg = (
+            {"path": args.judgments, "format": "releval", "version": Path(args.judgments).name}
+            if args.judgments
+            else section(params, "judgments")
+        )
+        sampled = sample_of_grid(
+            section(params, "grid"),
+            paths.RUNS,
+            judgments_cfg,
+            depth,
+            args.queries or paths.QUERIES,
+            args.corpus or paths.DOCS,
+            size,
+            args.seed,
+            ties=contract_from_params(metric_cfg).ties,
+            queries_format=args.queries_format,
+            corpus_format=args.corpus_format,
+            subset=section(params, "dataset").get("subset") or {},
+            desc="pool --sample",
+        )
+    design = sampled.sample.design
+    record = sampling.design_record(sampled.sample, out)
+    design_file = sampling.write_design(out, record, force=args.force)
+    write_pool(out, sampled.table)
+    strata = ", ".join(f"[{low}-{high}]" if low != high else f"[{low}]" for low, high in design.strata)
+    print(
+        f"sample: {design.sample_size} of {design.frame_size} unjudged (query, document) pairs "
+        f"({design.sample_size / design.frame_size:.1%}) over {len(design.queries)} queries, top {depth} of "
+        f"{len(design.configurations)} run(s), strata by best rank {strata}, seed {design.seed} -> {out} "
+        f"(blind); design -> {design_file}. Grade every row, then `releval pool --import {out} --into SET_DIR`"
+    )
+    return 0
+
+
+def _grid_depth(depth: int | None, params: dict) -> int:
+    """--depth, else the k of the contract's judged@k, else 10."""
+    if depth is not None:
+        return _checked_depth(depth)
+    try:
+        return judged_depth(section(params, "metric.metrics"), section(params, "metric").get("primary"))
+    except InputError:
+        return 10
 
 
 def _pool_file(args: argparse.Namespace) -> Path:

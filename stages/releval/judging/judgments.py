@@ -695,6 +695,7 @@ def add_judgments(
     completeness: Completeness | None = None,
     imported_from: Mapping[str, str] | None = None,
     description: str | None = None,
+    extra_files: Mapping[str, bytes] | None = None,
 ) -> tuple[JudgmentSet, int]:
     """Add judgment records to the set ``into``; nothing is written unless every record is valid.
 
@@ -715,6 +716,8 @@ def add_judgments(
     what the written set declares (None: the base set's, a first version's default ``pooled``);
     ``imported_from``: a first version made from a qrels file records its path, format and sha256.
     ``description``: a new set's (default: none for a first version, what a revision added for one).
+    ``extra_files``: files to write into the set beside the judgments (a sampled import's
+    ``sample.json``); one the set already holds is refused (a second sample would break the first's design).
     Returns the written set and the number of judgments added.
     """
     into = Path(into)
@@ -781,6 +784,15 @@ def add_judgments(
         completeness=completeness if completeness is not None else new_manifest.completeness,
         imported_from=dict(imported_from) if imported_from else (new_manifest.imported_from if into.exists() else None),
     )
+    for name, data in (extra_files or {}).items():
+        if name in files:
+            raise InputError(
+                f"the set already holds a {name} (it was judged from a sample); a second sample would break the "
+                "first's design: judge the rest of that sample, or start from a set without one",
+                file=str(base_dir / name),
+                field="into",
+            )
+        files[name] = data
     if new_manifest.rubric not in files and (problem := rubric_problem(into, new_manifest.rubric)):
         raise InputError(problem, file=str(into / MANIFEST_NAME), field="rubric")
     old_bytes = (base_dir / JUDGMENTS_NAME).read_bytes() if base is not None else b""

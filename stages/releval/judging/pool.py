@@ -36,6 +36,7 @@ from releval.inputs.corpus import read_docs, read_queries
 from releval.inputs.datasets import references_for
 from releval.inputs.schemas import Record, raise_all, read_jsonl
 from releval.judging import judgments as jmod
+from releval.judging import sample as sampling
 from releval.judging.completeness import POOLED, POSITIVES_ONLY, Completeness
 
 POOL_COLUMNS = ("query_id", "query", "doc_id", "title", "snippet", "grade", "annotator", "notes")
@@ -82,6 +83,17 @@ def read_any_run(path: Path) -> pl.DataFrame:
     return ranked.with_columns(pl.int_range(1, pl.len() + 1).over("query_id").cast(pl.Int64).alias("rank")).select(
         "query_id", "doc_id", "rank"
     )
+
+
+def scored_run(path: Path) -> tuple[str, pl.DataFrame]:
+    """(name, ``query_id, doc_id, score``) of a run folder (its config_id; chunks collapsed to documents,
+    :func:`releval.measurement.scoring.document_run`) or a run file (its path): what a sample's frame ranks."""
+    if path.is_dir():
+        table, meta = runs.read_run(path)
+        return str(meta.get("config_id") or path.as_posix()), scoring.document_run(table).select(
+            "query_id", "doc_id", "score"
+        )
+    return path.as_posix(), trec.read_run(path).select("query_id", "doc_id", "score")
 
 
 def top_documents(run_table: pl.DataFrame, depth: int) -> pl.DataFrame:
@@ -209,6 +221,105 @@ def make_pool(
     tops = [top_documents(read_any_run(path), depth) for path in progress(run_paths, desc, unit="runs")]
     table, left_out = build_pool(tops, query_texts, docs, judged)
     return Pool(table, left_out, len(run_paths))
+
+
+@dataclass(frozen=True)
+class SampledPool:
+    """A sampled pool: the blind table of the sampled pairs and the sample (design, source)."""
+
+    table: pl.DataFrame
+    sample: sampling.Sample
+
+
+def make_sample(
+    scored_runs: Mapping[str, pl.DataFrame],
+    query_texts: pl.DataFrame,
+    docs: pl.DataFrame,
+    judged: pl.DataFrame | None,
+    depth: int,
+    size: float | int,
+    seed: int,
+    *,
+    ties: str = "docid-asc",
+    source: Mapping[str, Any] | None = None,
+) -> SampledPool:
+    """The stratified random sample (:func:`releval.judging.sample.draw`) of the unjudged top-``depth``
+    pairs of ``scored_runs`` (name -> query_id, doc_id, score), ``judged`` (query_id, doc_id, grade) left
+    out, as a blind pool table (:func:`build_pool`: ids the queries or corpus lack are errors)."""
+    drawn = sampling.draw(scored_runs, depth, size, seed, judged=judged, ties=ties, source=source)
+    table, _ = build_pool([drawn.pairs], query_texts, docs)
+    return SampledPool(table, drawn)
+
+
+def sample_of_runs(
+    run_names: Iterable[str],
+    queries: str | Path,
+    queries_format: str,
+    corpus: str | Path,
+    corpus_format: str,
+    judgment_set: str | Path | None,
+    depth: int,
+    size: float | int,
+    seed: int,
+    desc: str | None = None,
+) -> SampledPool:
+    """`releval pool --runs ... --sample`: :func:`make_sample` of the runs named (:func:`expand_runs`),
+    the pairs judged in ``judgment_set`` left out."""
+    run_paths = expand_runs(run_names)
+    judged, source = None, {"judgments": None, "judgments_sha256": None}
+    if judgment_set:
+        judgment_version = jmod.load_version(judgment_set)
+        judged = judgment_version.qrels()
+        source = {"judgments": str(judgment_set), "judgments_sha256": judgment_version.manifest.judgments_sha256}
+    scored = dict(scored_run(path) for path in progress(run_paths, desc, unit="runs"))
+    return make_sample(
+        scored,
+        read_query_texts(queries, queries_format),
+        read_docs(corpus, corpus_format),
+        judged,
+        depth,
+        size,
+        seed,
+        source={"runs": [p.as_posix() for p in run_paths], **source},
+    )
+
+
+def sample_of_grid(
+    grid: dict,
+    runs_root: str | Path,
+    judgments_cfg: Mapping[str, Any],
+    depth: int,
+    queries: str | Path,
+    corpus: str | Path,
+    size: float | int,
+    seed: int,
+    *,
+    ties: str = "docid-asc",
+    queries_format: str = "jsonl",
+    corpus_format: str = "jsonl",
+    subset: Mapping[str, Any] | None = None,
+    desc: str | None = None,
+) -> SampledPool:
+    """`releval pool --sample` without --runs: :func:`make_sample` of every configuration the params grid
+    declares (its run under ``runs_root``, ranked as the score stage ranks it under ``ties``), against the
+    active judgments (``judgments_cfg``, read as :func:`grid_debt` reads them)."""
+    folders, _ = runs.grid_runs(grid, runs_root)
+    scored = dict(scored_run(folder) for folder in progress(folders, desc, unit="runs"))
+    query_texts = read_query_texts(queries, queries_format)
+    docs = read_docs(corpus, corpus_format)
+    judged = jmod.active_judgments(judgments_cfg, subset or {}, docs, query_texts["query_id"]).qrels
+    sha = None
+    if judgments_cfg.get("format") == "releval":
+        sha = jmod.load_version(judgments_cfg["path"]).manifest.judgments_sha256
+    source = {
+        "runs": sorted(scored),
+        "judgments": str(judgments_cfg.get("path")),
+        "judgments_version": str(judgments_cfg.get("version")),
+        "judgments_sha256": sha,
+    }
+    return make_sample(
+        dict(sorted(scored.items())), query_texts, docs, judged, depth, size, seed, ties=ties, source=source
+    )
 
 
 # --------------------------------------------------------------------------- reading a filled pool
@@ -449,10 +560,17 @@ def import_filled_pool(
     are the records (annotator ``annotator``, else ``qrels``), and the version records where they came
     from (``imported_from``: path, format, sha256). ``completeness`` (``pooled`` or ``positives-only``)
     is what the written set declares; None keeps the base set's, and a qrels file without a grade-0
-    row is declared positives-only (it lists relevant documents only), with one with such rows pooled."""
+    row is declared positives-only (it lists relevant documents only), with one with such rows pooled.
+
+    A filled pool drawn by ``releval pool --sample`` (its design, ``sample.json``, beside it and naming
+    it: :func:`releval.judging.sample.design_beside`) must grade exactly the sampled pairs; the written
+    version holds the design as ``sample.json`` and declares ``sampled`` (its depth, systems and sample:
+    :func:`releval.judging.sample.completeness_of`). The judgments the sample left out must be the base
+    set's as they were when it was drawn (else a pair could be both certain and sampled)."""
     into = Path(into)
     imported_from = None
     declared = None if completeness is None else Completeness(completeness)
+    extra_files: dict[str, bytes] = {}
     if is_qrels_file(filled):
         records, read_errors = read_qrels_records(filled, annotator)
         ungraded = 0
@@ -467,6 +585,28 @@ def import_filled_pool(
     else:
         records, ungraded, read_errors = read_filled_pool(filled, annotator)
     base = into if (into / jmod.MANIFEST_NAME).exists() else (Path(parent) if parent else None)
+    design_file = None if is_qrels_file(filled) else sampling.design_beside(filled)
+    if design_file is not None:
+        if declared is not None:
+            raise InputError(
+                f"a sampled pool ({design_file} beside it) declares itself sampled; drop --completeness",
+                file="<command line>",
+                field="completeness",
+            )
+        design, source, data = sampling.read_design(design_file)
+        if not read_errors:
+            sampling.check_graded(design, [(r.values["query_id"], r.values["doc_id"]) for r in records], str(filled))
+        drawn_against = source.get("judgments_sha256")
+        now = jmod.load_version(base).manifest.judgments_sha256 if base is not None and base.exists() else None
+        if drawn_against and now is not None and now != drawn_against:
+            raise InputError(
+                f"the sample was drawn against judgments {str(drawn_against)[:12]} ({source.get('judgments')}), "
+                f"but {base} now holds {now[:12]}: draw the sample again against it",
+                file=str(design_file),
+                field="source.judgments_sha256",
+            )
+        declared = sampling.completeness_of(design, data)
+        extra_files[sampling.DESIGN_NAME] = data
     if base == into:
         refuse_reported(into)
     references = references_for(
@@ -497,6 +637,7 @@ def import_filled_pool(
         dataset=references.dataset,
         completeness=declared,
         imported_from=imported_from,
+        extra_files=extra_files,
     )
     moved = None
     if base_qrels is not None:

@@ -1371,3 +1371,80 @@ def _filled_discount(cumulative_counts: np.ndarray, cumulative_discount: np.ndar
     fraction = x - whole
     next_discount = np.where(whole < k, 1.0 / np.log2(whole + 2.0), 0.0)
     return cumulative_discount[whole] + fraction * next_discount
+
+
+# --------------------------------------------------------------------------- a scored grid's inferred figures
+
+
+def inferred_name(metric: str) -> str | None:
+    """The inferred metric that estimates ``metric`` from a sample: ndcg@k -> infndcg@k, map / ap -> infap,
+    ap@k -> infap@k; None for a metric with no inferred form here."""
+    base, _, cutoff = str(metric).strip().lower().partition("@")
+    if base == "ndcg" and cutoff:
+        return f"infndcg@{cutoff}"
+    if base in ("map", "ap"):
+        return "infap" if not cutoff else f"infap@{cutoff}"
+    return None
+
+
+def inferred_metrics(metrics: Sequence[str], primary: str | None = None) -> tuple[str, ...]:
+    """The inferred metrics a sampled set's scoring reports: the inferred form of each metric that has one
+    (:func:`inferred_name`), the primary's first, and infAP always."""
+    names = [inferred_name(primary)] if primary else []
+    names += [inferred_name(m) for m in metrics]
+    return tuple(dict.fromkeys([n for n in names if n] + ["infap"]))
+
+
+@dataclass(frozen=True)
+class ScoredInference:
+    """A grid's inferred figures as the score stage stores them: per configuration, its per-query
+    estimates (query_id + one column per inferred metric; a query outside the design is left out) and
+    its summary (each metric's mean with interval (a), the unjudged and unpooled counts, the estimated
+    share of relevant documents among its unjudged top k with its interval)."""
+
+    evaluation: InferredEvaluation
+    per_query: dict[str, pl.DataFrame]
+    summary: dict[str, dict[str, Any]]
+
+
+def infer_scored(
+    design: SampleDesign,
+    qrels: pl.DataFrame,
+    runs: Mapping[str, pl.DataFrame],
+    metrics: Sequence[str],
+    contract: Contract,
+    query_ids: Sequence[str],
+    *,
+    n_resamples: int = 1000,
+    seed: int = 0,
+) -> ScoredInference:
+    """:func:`infer` of every configuration of ``runs`` (config id -> document run) over the scored
+    ``query_ids`` the design holds, in the shape the score stage stores (:class:`ScoredInference`)."""
+    held = {query.query_id for query in design.queries}
+    queries = sorted({str(q) for q in query_ids} & held)
+    if not queries:
+        raise InputError("no scored query is in the sample design", file=_DESIGN_SOURCE, field="queries")
+    evaluation = infer(design, qrels, runs, metrics, contract, n_resamples=n_resamples, seed=seed, query_ids=queries)
+    per_query, summary = {}, {}
+    for c, name in enumerate(evaluation.configurations):
+        columns: dict[str, Any] = {"query_id": list(evaluation.query_ids)}
+        for metric in evaluation.metrics:
+            columns[metric] = evaluation.per_query[metric][:, c]
+        per_query[name] = pl.DataFrame(
+            columns, schema={"query_id": pl.String, **{m: pl.Float64 for m in evaluation.metrics}}
+        )
+        summary[name] = {
+            **{
+                metric: {
+                    "mean": float(evaluation.mean[metric][c]),
+                    "interval": [float(evaluation.low[metric][c]), float(evaluation.high[metric][c])],
+                }
+                for metric in evaluation.metrics
+            },
+            "unjudged": int(evaluation.unjudged[c]),
+            "unpooled": int(evaluation.unpooled[c]),
+            "relevant_share": _number(evaluation.relevant_share[c]),
+            "share_interval": [_number(evaluation.share_low[c]), _number(evaluation.share_high[c])],
+            "queries": len(evaluation.query_ids),
+        }
+    return ScoredInference(evaluation, per_query, summary)

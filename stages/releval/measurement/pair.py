@@ -12,7 +12,11 @@ decision rule, :func:`releval.measurement.stats.decide`, applied to each family 
 reported together: the secondary metrics of a pair, and its slices (a slice under
 :data:`releval.measurement.stats.MIN_SLICE_QUERIES` queries gets no verdict). Judging coverage
 (:mod:`releval.measurement.coverage`) comes first: a coverage-confounded comparison gets
-:data:`releval.measurement.stats.COVERAGE_CONFOUNDED` for its verdict.
+:data:`releval.measurement.stats.COVERAGE_CONFOUNDED` for its verdict. Under a sampled judgment set
+(:mod:`releval.judging.completeness`) the per-query scores of the primary are inferred estimates
+(infNDCG@k, infAP: :mod:`releval.measurement.inferred`) and the paired bootstrap over them is
+interval (b) of :func:`releval.measurement.inferred.infer` (queries resampled over the per-query
+estimates, same seed, same draws); no coverage question is asked, a caveat names the sample.
 
 Figures only: :mod:`releval.reporting.pair_text` renders a report as text or JSON; the references
 a user types are read by :mod:`releval.measurement.sides`.
@@ -245,6 +249,21 @@ class PairReport:
     def positives_only(self) -> bool:
         """The judgments declare only positives (BEIR/MTEB qrels): coverage is no question, a caveat stands instead."""
         return completeness.from_contract(self.baseline.contract).positives_only
+
+    @property
+    def sampled(self) -> bool:
+        """The judgments are a stratified sample of the pool: the figures are inferred estimates (coverage is
+        no question; the paired interval includes the sampling uncertainty), a caveat says so."""
+        return completeness.from_contract(self.baseline.contract).sampled
+
+    @property
+    def sample_caveat(self) -> str | None:
+        """The line a comparison under a sampled set carries (:func:`completeness.sampled_caveat`); else None."""
+        found = completeness.from_contract(self.baseline.contract)
+        if not found.sampled:
+            return None
+        sample = found.sample or {}
+        return completeness.sampled_caveat(sample.get("pairs", "?"), sample.get("rate"))
 
     @property
     def thin(self) -> bool:

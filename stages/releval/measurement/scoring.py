@@ -30,8 +30,11 @@ from releval import io
 from releval.config import section
 from releval.errors import InputError
 from releval.judging.completeness import CONTRACT_KEY as CONTRACT_COMPLETENESS
-from releval.judging.completeness import POOLED, POSITIVES_ONLY, POSITIVES_ONLY_CAVEAT, Completeness, metrics_for
+from releval.judging.completeness import POOLED, POSITIVES_ONLY, POSITIVES_ONLY_CAVEAT, SAMPLE_CONTRACT_KEY, SAMPLED
+from releval.judging.completeness import Completeness, metrics_for
+from releval.judging.sample import read_set_design
 from releval.measurement import evidence, holdout, operations
+from releval.measurement.inferred import infer_scored, inferred_metrics
 from releval.measurement.metrics import (
     FIXED_TERMS,
     SATURATION_SHARE,
@@ -50,6 +53,10 @@ JUDGED_WARNING = 0.5  # judged@k below this: the number leans on unjudged docume
 CONDENSED_MARK = "'"  # ndcg@10' is nDCG@10 on the condensed list (Sakai's notation)
 COVERAGE_KEY = "coverage"  # params.yaml metric.coverage, metrics.json contract.coverage
 POOL_MISSING = "releval pool --missing"  # the command that lists the judging debt (unjudged top documents)
+
+# metrics.json under a sampled set: the contract's inferred metrics (beside the engine's ``metrics``), and each
+# configuration's inferred figures (means with their intervals, the unjudged share).
+INFERRED_KEY = "inferred"
 
 
 def contract_from_record(record: Mapping[str, Any], **overrides: Any) -> Contract:
@@ -516,10 +523,12 @@ def judged_completeness(judgments: Mapping[str, Any]) -> Completeness:
     """The completeness judgments.json records (the judgments stage's provenance); pooled when it
     records none (judgments scored before the term existed)."""
     recorded = judgments.get(CONTRACT_COMPLETENESS) or {}
+    kind = recorded.get("kind")
     return Completeness(
-        POSITIVES_ONLY if recorded.get("kind") == POSITIVES_ONLY else POOLED,
+        kind if kind in (POSITIVES_ONLY, SAMPLED) else POOLED,
         recorded.get("depth"),
         tuple(recorded.get("systems") or ()),
+        dict(recorded["sample"]) if kind == SAMPLED and recorded.get("sample") else None,
     )
 
 
@@ -550,6 +559,7 @@ def metrics_document(
         "metrics": list(metric_cfg["metrics"]),
         "primary": metric_cfg["primary"],
         "collapse": metric_cfg["collapse"],
+        **({INFERRED_KEY: list(metric_cfg[INFERRED_KEY])} if INFERRED_KEY in metric_cfg else {}),
         COVERAGE_KEY: coverage_terms(metric_cfg).to_dict(),
         **({"titles": titles} if titles is not None else {}),
         "dataset": dataset,
@@ -557,6 +567,7 @@ def metrics_document(
         "judgments_sha256": judgments["source_sha256"],
         "pooling": judgments.get("description") or "not recorded",
         CONTRACT_COMPLETENESS: judged_completeness(judgments).kind,
+        **_sample_term(judged_completeness(judgments)),
         **({EVIDENCE_KEY: passages.terms()} if passages is not None else {}),
         **split_terms,
     }
@@ -570,6 +581,7 @@ def metrics_document(
                 "counts": r["counts"],
                 "slices": r["slices"],
                 **({EVIDENCE_KEY: r[EVIDENCE_KEY]} if EVIDENCE_KEY in r else {}),
+                **({INFERRED_KEY: r[INFERRED_KEY]} if INFERRED_KEY in r else {}),
             }
             for cid, r in results.items()
         },
@@ -577,6 +589,57 @@ def metrics_document(
     if documents is not None:
         document["saturation"] = saturation(metric_cfg["metrics"], documents)
     return document
+
+
+def inferred_primary(primary: str) -> bool:
+    """Whether a sampled set's scoring decides on the inferred form of ``primary`` (nDCG@k, MAP)."""
+    base = primary.partition("@")[0]
+    return (base == "ndcg" and "@" in primary) or base in ("map", "ap")
+
+
+def _sample_term(completeness: Completeness) -> dict[str, Any]:
+    """A sampled set's contract term ``sample``: its size, frame, rate, seed and the design's sha256."""
+    if not completeness.sampled:
+        return {}
+    sample = completeness.sample or {}
+    return {SAMPLE_CONTRACT_KEY: {k: sample.get(k) for k in ("pairs", "frame", "rate", "seed", "sha256")}}
+
+
+def with_inferred(
+    scored_runs: list[tuple[Path, ScoredRun]],
+    judgments_dir: str | Path,
+    completeness: Completeness,
+    qrels: pl.DataFrame,
+    metric_cfg: Mapping[str, Any],
+    contract: Contract,
+    query_ids: Sequence[str],
+) -> tuple[list[tuple[Path, ScoredRun]], list[str]]:
+    """Under a sampled set: each run with its inferred figures (:func:`releval.measurement.inferred.infer_scored`
+    over the design in ``judgments_dir``): per-query columns and means beside the engine's, and
+    ``inferred`` (means with interval (a), unjudged share) in its result. Returns the runs and the
+    inferred metric names."""
+    design = read_set_design(judgments_dir, completeness)
+    names = list(inferred_metrics(metric_cfg["metrics"], metric_cfg.get("primary")))
+    found = infer_scored(
+        design, qrels, {s.config_id: s.document_run for _, s in scored_runs}, names, contract, query_ids
+    )
+    out = []
+    for run_dir, scored in scored_runs:
+        result = {
+            **scored.result,
+            "mean": {**scored.result["mean"], **{m: found.summary[scored.config_id][m]["mean"] for m in names}},
+            INFERRED_KEY: found.summary[scored.config_id],
+        }
+        # A full join: a query the engine's no_relevant policy leaves out may still hold relevant documents
+        # the sample did not reach; whether it has any is itself estimated.
+        per_query = (
+            scored.per_query.drop("config_id")
+            .join(found.per_query[scored.config_id], on="query_id", how="full", coalesce=True)
+            .sort("query_id")
+            .with_columns(pl.lit(scored.config_id).alias("config_id"))
+        )
+        out.append((run_dir, dataclasses.replace(scored, result=result, per_query=per_query)))
+    return out, names
 
 
 HEADLINE_DIGITS = 4  # the DVC view is for reading and diffing; metrics.json keeps full precision
@@ -671,7 +734,12 @@ def score_grid(
     completeness = judged_completeness(judgments)
     metrics, left_out = metrics_for(list(metric_cfg["metrics"]), completeness)
     if left_out:
-        print(f"score: {', '.join(left_out)} not computed: {POSITIVES_ONLY_CAVEAT}")
+        why = (
+            POSITIVES_ONLY_CAVEAT
+            if completeness.positives_only
+            else "most of a ranking is unjudged by a sample's design"
+        )
+        print(f"score: {', '.join(left_out)} not computed: {why}")
     query_table = pl.read_parquet(queries)
     run_dirs, stale = runs.grid_runs(section(params, "grid"), runs_root)
     if stale:
@@ -692,11 +760,20 @@ def score_grid(
         if evidence_spans is not None and chunks_root is not None
         else None
     )
-    condensed = not completeness.positives_only
+    condensed = completeness.pooled
     scored_runs = [
         (run_dir, score_run(run_dir, scored_set, metrics, contract, condensed=condensed, passages=passages))
         for run_dir in run_dirs
     ]
+    recorded_cfg = {**metric_cfg, "metrics": metrics}
+    if completeness.sampled:
+        scored_runs, inferred = with_inferred(
+            scored_runs, section(params, "judgments")["path"], completeness, qrels_table, metric_cfg, contract,
+            scored_set.ids,
+        )  # fmt: skip
+        primary = inferred[0] if inferred_primary(metric_cfg["primary"]) else metric_cfg["primary"]
+        recorded_cfg = {**recorded_cfg, "primary": primary, INFERRED_KEY: inferred}
+        print(f"score: sampled judgments: {', '.join(inferred)} inferred from the sample; primary {primary}")
     results = {scored_run.config_id: scored_run.result for _, scored_run in scored_runs}
     for result in results.values():
         for message in result["warnings"]:
@@ -704,7 +781,7 @@ def score_grid(
     document = metrics_document(
         results,
         contract,
-        {**metric_cfg, "metrics": metrics},
+        recorded_cfg,
         section(params, "dataset.name"),
         judgments,
         split_terms,

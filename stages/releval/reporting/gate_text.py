@@ -43,6 +43,8 @@ def render_gate(result: gate.GateResult) -> str:
     else:
         what = "significant improvement" if p.verdict == "improvement" else verdict_text(p)
         lines.append(f"gate: PASS — {what}: {summary}" if not broken else f"metric: passes ({what}): {summary}")
+    if report.sample_caveat is not None:
+        lines.append(f"sampled judgments: {report.sample_caveat}")
     if broken:
         lines.append(
             f"gate: FAIL — {len(broken)} must-never-break quer"

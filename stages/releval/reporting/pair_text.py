@@ -42,8 +42,8 @@ def _thin_evidence(report: PairReport) -> str | None:
 
 def render_pair(report: PairReport, family: str = "comparisons") -> str:
     """The six-line report, a seventh on judging coverage when the contract lists a judged@k
-    (:func:`~releval.reporting.coverage_text.coverage_sentence`), then one line per slice when the
-    queries carry slices.
+    (:func:`~releval.reporting.coverage_text.coverage_sentence`; positives-only and sampled sets: the
+    caveat of their kind), then one line per slice when the queries carry slices.
 
     ``family`` names what the primary's Holm adjustment ran over, when it ran over several.
     """
@@ -80,6 +80,8 @@ def render_pair(report: PairReport, family: str = "comparisons") -> str:
         lines.append(f"7. coverage: {coverage_sentence(report.coverage)}")
     elif report.positives_only:
         lines.append(f"7. coverage: not a question here: {POSITIVES_ONLY_CAVEAT}")
+    elif report.sample_caveat is not None:
+        lines.append(f"7. sampled judgments: {report.sample_caveat}")
     for result in report.slices:
         c = result.comparison
         if c.verdict == stats.NO_VERDICT:
@@ -128,4 +130,7 @@ def pair_to_dict(report: PairReport) -> dict[str, Any]:
         "slices": {r.name: _comparison_dict(r.comparison, report.texts) for r in report.slices},
         "minimum_slice_queries": stats.MIN_SLICE_QUERIES,
         "coverage": None if report.coverage is None else coverage_dict(report.coverage),
+        "sample": None
+        if report.sample_caveat is None
+        else {**(report.baseline.contract.get("sample") or {}), "caveat": report.sample_caveat},
     }
