@@ -173,3 +173,23 @@ def test_reports_recorded_before_the_term_compare_as_pooled():
     old = {"judgments_sha256": "ab" * 32, "gain": "exponential"}
     assert contract_differences(old, {**old, "completeness": "pooled"}) == []
     assert contract_differences(old, {**old, "completeness": "positives-only"}) == ["completeness"]
+
+
+def test_a_sampled_set_declares_its_sample_and_leaves_out_what_a_sample_cannot_mean():
+    problems: list[str] = []
+    sample = {"file": "sample.json", "sha256": "ab" * 32, "pairs": 40, "frame": 200, "rate": 0.2, "seed": 3}
+    value = {"kind": "sampled", "depth": 10, "systems": ["bm25/c256"], "sample": sample}
+    found = comp.parse(value, problems.append)
+    assert found == comp.Completeness(comp.SAMPLED, 10, ("bm25/c256",), sample) and problems == []
+    assert found.sampled and not found.pooled and found.to_manifest() == value
+    assert "sampled: 40 of 200 unjudged top-10 pairs (rate 20%, seed 3)" in found.text()
+    for bad in ({"kind": "sampled", "depth": 10}, {"kind": "pooled", "sample": sample}, {**value, "sample": {"x": 1}}):
+        assert comp.parse(bad, problems.append) is None
+    assert len(problems) == 3
+    assert comp.metrics_for(["ndcg@10", "judged@10", "bpref"], found) == (["ndcg@10"], ["judged@10", "bpref"])
+    recorded = comp.from_contract({"completeness": "sampled", "sample": {"pairs": 40, "rate": 0.2}})
+    assert recorded.sampled and recorded.sample == {"pairs": 40, "rate": 0.2}
+    assert comp.sampled_caveat(40, 0.2).startswith(
+        "the figures are estimates from a sample of 40 judged pairs at rate 20%"
+    )
+    assert "sampled" not in comp.DECLARABLE  # --completeness cannot declare it: a sample comes with its design
