@@ -5,6 +5,7 @@ endpoint's answers for the dev queries, taken over real HTTP from a BM25 service
 import gzip
 import hashlib
 import json
+import sys
 import urllib.request
 
 import polars as pl
@@ -274,6 +275,20 @@ def test_the_external_stage_snapshots_a_live_endpoint_and_scores_it_beside_the_g
         result = run(["dvc", "repro"], project, env_extra={"SEARCH_API_KEY": TOKEN})
         assert "a snapshot of a live system" in result.stdout
         assert set(server.received_ids()) == mini_queries("dev")
+        # A query the endpoint keeps failing stops the stage with one line; the kept snapshot is untouched.
+        folder = project / "data" / "work" / "runs" / "external" / "live"
+        before = {p.name: p.read_bytes() for p in folder.iterdir()}
+        failing = sorted(mini_queries("dev"))[1]
+        server.always = {failing: 503}
+        failed = run(
+            [sys.executable, "stages/external.py", "--name", "live"],
+            project,
+            check=False,
+            env_extra={"SEARCH_API_KEY": TOKEN},
+        )
+        assert failed.returncode == 2 and failed.stderr.count("\n") == 1, failed.stderr
+        assert f"query {failing!r}: HTTP 503 after 4 tries" in failed.stderr and TOKEN not in failed.stderr
+        assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
     metrics = json.loads((project / "reports" / "metrics.json").read_text())["configs"]
     assert metrics["external/live"]["ndcg@10"] > 0 and "bm25/c256" in metrics
     folder = project / "data" / "work" / "runs" / "external" / "live"
