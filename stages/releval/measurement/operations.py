@@ -7,6 +7,11 @@ figures (throughput, build time, latency, memory) depend on the CPU, its load an
 count: they go to reports/ops.json, a DVC metrics file of their own, beside a description of
 the machine and the latency protocol, so `git status` and `dvc metrics diff` across machines
 show no quality change.
+
+Money figures (endpoint models with a declared price, :mod:`releval.retrieval.endpoint`): the cost
+to index the corpus and per 1,000 queries follow from the configuration and the tokens the endpoint
+counted, so they stay with the cost figures, and ops.md shows them beside latency. A configuration
+without a price has none (not 0).
 """
 
 from __future__ import annotations
@@ -31,6 +36,10 @@ MACHINE_FIGURES = frozenset(
     }
 )
 
+# In money, at the model's declared price_per_million_tokens: the cost to index the corpus, per 1,000 queries.
+MONEY_FIGURES = ("index_cost", "query_cost_per_1k")
+MONEY_COLUMNS = (("index_cost", "index cost"), ("query_cost_per_1k", "cost / 1k queries"))
+
 
 def cost_figures(ops: Mapping[str, Any]) -> dict[str, Any]:
     """The figures of ``ops`` that do not depend on the machine."""
@@ -38,8 +47,9 @@ def cost_figures(ops: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def machine_figures(ops: Mapping[str, Any]) -> dict[str, Any]:
-    """The figures of ``ops`` measured in time or memory on this machine."""
-    return {key: value for key, value in ops.items() if key in MACHINE_FIGURES}
+    """The figures of ``ops`` measured in time or memory on this machine, and the money figures
+    where there are any (shown beside them in ops.md)."""
+    return {key: value for key, value in ops.items() if key in MACHINE_FIGURES or key in MONEY_FIGURES}
 
 
 # A fused run's figures taken from its first member that has them (encoding) and, for sparse members, their sizes.
@@ -60,6 +70,10 @@ def fused_figures(metas: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     for key in ("index_bytes", "peak_rss_bytes", "latency_ms_p50", "latency_ms_p95"):
         values = [m["ops"].get(key) for m in metas]  # an external run has no cost figures: the sum is unknown
         ops[key] = None if any(v is None for v in values) else sum(values)
+    for key in MONEY_FIGURES:  # serving every member: what the priced ones cost
+        priced = [m["ops"][key] for m in metas if m["ops"].get(key) is not None]
+        if priced:
+            ops[key] = round(sum(priced), 6)
     return ops
 
 
@@ -124,14 +138,21 @@ def ops_markdown(document: Mapping[str, Any]) -> str:
         f"device {machine['device']}, 1-minute load {machine['load_1min']} when scored.",
         f"Latency: {protocol['queries']} queries one at a time after {protocol['warmup']} warm-up queries, "
         f"{protocol['threads']} torch thread(s); p50 and p95 of the per-query time (encode + search).",
-        "",
-        "| configuration | " + " | ".join(label for _, label, _, _ in columns) + " |",
-        "|---|" + "---:|" * len(columns),
     ]
+    # money columns only where some configuration has a price: the tables of unpriced grids stay as they were
+    money = [(key, label) for key, label in MONEY_COLUMNS if any(key in f for f in document["configs"].values())]
+    if money:
+        lines.append(
+            "Cost: the tokens the endpoint counted at the model's declared price per million input tokens "
+            "(to index the corpus once; per 1,000 queries like the dev queries); blank where no price is declared."
+        )
+    labels = [label for _, label, _, _ in columns] + [label for _, label in money]
+    lines += ["", "| configuration | " + " | ".join(labels) + " |", "|---|" + "---:|" * len(labels)]
     for cid, figures in sorted(document["configs"].items()):
         cells = []
         for key, _, scale, digits in columns:
             value = figures.get(key)
             cells.append("–" if value is None else f"{value / scale:.{digits}f}")
+        cells += ["" if figures.get(key) is None else f"{figures[key]:.4g}" for key, _ in money]
         lines.append(f"| `{cid}` | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"

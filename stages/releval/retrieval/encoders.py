@@ -6,7 +6,11 @@ family decides only *how* texts become vectors and how those vectors are stored 
 * dense and static models give an ``(n, dimension)`` float32 matrix, stored as ``embeddings.npy``
   and searched by usearch (HNSW) or exactly (:mod:`releval.retrieval.dense`);
 * sparse models give a canonical CSR matrix over the vocabulary, stored as three ``.npy`` arrays
-  and searched exactly through the inverted index (:mod:`releval.retrieval.sparse`).
+  and searched exactly through the inverted index (:mod:`releval.retrieval.sparse`);
+* endpoint models (:mod:`releval.retrieval.endpoint`) give dense vectors computed by a remote server.
+
+:class:`Family` is the interface a loaded model offers the stages. The endpoint family implements it
+in one class of its own module; dense, sparse and static still share :class:`Encoder`.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import dataclasses
 import platform
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ContextManager, Protocol
 
 import numpy as np
 
@@ -31,6 +35,39 @@ from releval.retrieval.models import (
     token_lengths,
     Truncation,
 )
+
+
+class Family(Protocol):
+    """A loaded model of one retriever family: what the encode, retrieve and rerank stages call.
+
+    A family that also has ``encode_to_store(store, keys, texts, role, on_encoded) -> token counts``
+    writes its vectors to the embedding store itself, batch by batch as they are computed
+    (:func:`releval.retrieval.store.encode_through_store`), and ``figures()`` gives what it sent.
+    """
+
+    config: ModelConfig
+    manifest: dict[str, Any]
+
+    @property
+    def family(self) -> str: ...
+
+    def encode(self, texts: Sequence[str], role: str) -> Any:
+        """Vectors of ``texts`` as a query ("query") or a document ("document")."""
+
+    def device_pool(self) -> ContextManager[Any]:
+        """A context inside which several encode calls share the family's devices."""
+
+    def seen_lengths(self, texts: Sequence[str], role: str) -> tuple[np.ndarray, np.ndarray]:
+        """Each text's token count as tokenised, and as the model sees it once cut."""
+
+    def token_lengths(self, texts: Sequence[str], role: str) -> np.ndarray:
+        """Each text's token count (prompt and special tokens included): truncation accounting."""
+
+    def truncation(self, texts: Sequence[str], role: str = "document") -> Truncation:
+        """How the model's input limit cuts ``texts``."""
+
+    def module_protocol(self) -> dict[str, Any]:
+        """The manifest and protocol terms the loaded model adds to its config (recorded per run)."""
 
 
 @dataclasses.dataclass
@@ -128,8 +165,12 @@ def _pooling_mode(pooling) -> str | list[str] | None:
     return list(mode) if isinstance(mode, (list, tuple)) else mode
 
 
-def load_encoder(manifest: dict[str, Any], config: ModelConfig) -> Encoder:
+def load_encoder(manifest: dict[str, Any], config: ModelConfig) -> Family:
     """Load the model the `model` stage's manifest names, for its family."""
+    if config.family == "endpoint":
+        from releval.retrieval.endpoint import EndpointEncoder
+
+        return EndpointEncoder.load(manifest, config)
     check_kernels(config)
     if config.family == "sparse":
         from releval.retrieval.sparse import load_sparse_encoder
@@ -240,3 +281,35 @@ def query_vector_figures(query_vectors) -> dict[str, Any]:
     from releval.retrieval.sparse import sparse_stats
 
     return {"query_nonzeros_mean": round(sparse_stats(query_vectors)["nnz_per_row_mean"], 2)}
+
+
+def encode_figures(
+    config: ModelConfig,
+    manifest: dict[str, Any],
+    assembled,
+    cut: Truncation,
+    protocol: dict[str, Any],
+    keys: np.ndarray,
+    loaded: Family | None,
+) -> dict[str, Any]:
+    """encode.json's figures of one cell beyond its name and store: the model's revision and
+    protocol, the vectors' dimension, the wall time, truncation, and the family's own figures
+    (endpoint: tokens, requests and cost; ``loaded`` is the model where this run loaded it)."""
+    figures = {
+        "family": config.family,
+        "model_revision": manifest["revision"],
+        "weights_sha256": manifest["weights_sha256"],
+        "protocol": protocol,
+        **vector_stats(assembled.vectors),
+        "wall_s": round(assembled.encode_s, 3),
+        "truncated_chunks": cut.truncated,
+        "truncation_rate": round(cut.rate, 6),
+        "truncated_token_share": round(cut.lost_share, 6),
+        "token_length_p95": float(np.percentile(cut.lengths, 95)) if len(cut.lengths) else 0.0,
+    }
+    if config.family == "endpoint":
+        from releval.retrieval.endpoint import encode_figures as endpoint_figures
+        from releval.retrieval.store import unique_rows
+
+        figures |= endpoint_figures(config, assembled.lengths[unique_rows(keys)], loaded)
+    return figures

