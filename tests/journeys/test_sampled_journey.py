@@ -68,7 +68,7 @@ def test_score_and_read_the_inferred_intervals(shell):
     assert "coverage-confounded" not in ran.output.lower()
     metrics = json.loads((shell.cwd / "reports" / "helpdesk" / "metrics.json").read_text())
     contract = metrics["contract"]
-    assert contract["completeness"] == "sampled" and contract["primary"] == "infndcg@10"
+    assert contract["completeness"] == "sampled" and contract["inferred"] == ["infndcg@10", "infap"]
     assert "judged@10" not in contract["metrics"]
     for figures in metrics["configs"].values():
         low, high = figures["inferred"]["infndcg@10"]["interval"]

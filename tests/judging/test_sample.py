@@ -243,7 +243,7 @@ def test_scoring_infers_the_metrics_and_compare_decides_on_the_inferred_primary(
     version = sampled_version(root, grades, capsys)
     grid = score_version(root, version)
     contract = grid.document["contract"]
-    assert contract["completeness"] == "sampled" and contract["primary"] == "infndcg@10"
+    assert contract["completeness"] == "sampled" and contract["primary"] == "ndcg@10"
     assert "judged@10" not in contract["metrics"] and "bpref" not in contract["metrics"]
     assert contract["inferred"] == ["infndcg@10", "infap"]
     assert contract["sample"]["seed"] == 7 and contract["sample"]["pairs"] > 0
@@ -272,6 +272,7 @@ def test_scoring_infers_the_metrics_and_compare_decides_on_the_inferred_primary(
     # compare: a verdict on infndcg@10, whose paired interval is inferred's interval (b) over queries.
     both = sides(grid)
     report = compare_sides(both["bm25/c256"], both["good/c256"], contract["primary"])
+    assert report.metric == "infndcg@10"  # the primary decided on its inferred form
     (expected,) = [x for x in direct.comparisons if x.candidate == "good/c256" and x.metric == "infndcg@10"]
     assert report.primary.bootstrap_ci == pytest.approx(expected.query_interval, abs=1e-12)
     assert report.primary.verdict == "improvement" and report.coverage is None

@@ -16,7 +16,10 @@ reported together: the secondary metrics of a pair, and its slices (a slice unde
 (:mod:`releval.judging.completeness`) the per-query scores of the primary are inferred estimates
 (infNDCG@k, infAP: :mod:`releval.measurement.inferred`) and the paired bootstrap over them is
 interval (b) of :func:`releval.measurement.inferred.infer` (queries resampled over the per-query
-estimates, same seed, same draws); no coverage question is asked, a caveat names the sample.
+estimates, same seed, same draws); no coverage question is asked, a caveat names the sample. There a
+metric with an inferred form the contract records (``inferred``: nDCG@k, MAP) is decided on that form
+(:func:`decided_metric`): the engine's own value counts every unjudged document as non-relevant, and
+under a sample most of a ranking is unjudged by design.
 
 Figures only: :mod:`releval.reporting.pair_text` renders a report as text or JSON; the references
 a user types are read by :mod:`releval.measurement.sides`.
@@ -35,6 +38,7 @@ from releval.errors import InputError
 from releval.judging import completeness
 from releval.measurement import scoring, stats
 from releval.measurement.coverage import Coverage, coverage
+from releval.measurement.inferred import inferred_name
 from releval.measurement.metrics import contract_differences as differing_terms
 
 # Contract fields that do not change what a per-query number means: which metrics were
@@ -276,6 +280,16 @@ class PairReport:
         return replace(self, primary=primary, kind=_win_kind(primary, self.secondary))
 
 
+def decided_metric(contract: Mapping[str, Any], metric: str) -> str:
+    """The metric a comparison under ``contract`` decides on when ``metric`` is asked: under a sampled
+    judgment set, its inferred form when the contract records one (ndcg@10 -> infndcg@10, map -> infap);
+    else ``metric`` itself."""
+    if not completeness.from_contract(contract).sampled:
+        return metric
+    name = inferred_name(metric)
+    return name if name is not None and name in (contract.get(scoring.INFERRED_KEY) or []) else metric
+
+
 def _win_kind(primary: stats.Comparison, secondary: Mapping[str, stats.Comparison]) -> str | None:
     """Tell an ordering change from a retrieval change using the recall@k secondaries.
 
@@ -312,10 +326,13 @@ def compare_sides(
     secondaries form one family and the slices another (see :func:`stats.decide`); a slice
     under :data:`stats.MIN_SLICE_QUERIES` queries, alone or beside the others, gets no verdict.
 
+    Under a sampled judgment set ``metric`` is decided on its inferred form (:func:`decided_metric`).
+
     Coverage (under ``coverage_terms`` or the baseline contract's): when the compared queries are
     coverage-confounded, the primary and secondary verdicts are :data:`stats.COVERAGE_CONFOUNDED`;
     each slice is read on its own queries' judged@k.
     """
+    metric = decided_metric(baseline.contract, metric)
     secondary = [m for m in secondary if m != metric]
     _check_comparable(baseline, candidate, [metric, *secondary])
     slices = query_slices(queries)

@@ -591,12 +591,6 @@ def metrics_document(
     return document
 
 
-def inferred_primary(primary: str) -> bool:
-    """Whether a sampled set's scoring decides on the inferred form of ``primary`` (nDCG@k, MAP)."""
-    base = primary.partition("@")[0]
-    return (base == "ndcg" and "@" in primary) or base in ("map", "ap")
-
-
 def _sample_term(completeness: Completeness) -> dict[str, Any]:
     """A sampled set's contract term ``sample``: its size, frame, rate, seed and the design's sha256."""
     if not completeness.sampled:
@@ -771,9 +765,11 @@ def score_grid(
             scored_runs, section(params, "judgments")["path"], completeness, qrels_table, metric_cfg, contract,
             scored_set.ids,
         )  # fmt: skip
-        primary = inferred[0] if inferred_primary(metric_cfg["primary"]) else metric_cfg["primary"]
-        recorded_cfg = {**recorded_cfg, "primary": primary, INFERRED_KEY: inferred}
-        print(f"score: sampled judgments: {', '.join(inferred)} inferred from the sample; primary {primary}")
+        recorded_cfg = {**recorded_cfg, INFERRED_KEY: inferred}
+        print(
+            f"score: sampled judgments: {', '.join(inferred)} inferred from the sample; comparisons decide on "
+            f"{inferred[0]}"
+        )
     results = {scored_run.config_id: scored_run.result for _, scored_run in scored_runs}
     for result in results.values():
         for message in result["warnings"]:
