@@ -385,3 +385,22 @@ def test_summary_on_the_default_grid_names_exactly_the_configurations_below(defa
     lines = out.splitlines()
     assert code == 0 and all(line.startswith("WARNING: ") for line in lines)
     assert {line.split()[1] for line in lines[1:-1]} == below
+
+
+def test_sample_of_the_grid_and_no_debt_warning_under_a_sampled_set(small, capsys):
+    code, out, _ = cli(capsys, "--sample", "3", "--seed", "4", "--out", "s/pool.csv")
+    assert code == 0, out
+    # 3 asked, 4 drawn: every non-empty (query, stratum) cell gets at least one pair (4 cells here).
+    assert "sample: 4 of 4 unjudged (query, document) pairs" in out and "top 2 of 2 run(s)" in out
+    rows = assert_blind_and_sorted(small / "s" / "pool.csv", {"bm25/c1", "m1/c1"})
+    design = json.loads((small / "s" / "sample.json").read_text())
+    assert {(r["query_id"], r["doc_id"]) for r in rows} == {
+        (q["query_id"], d) for q in design["queries"] for d in q["sampled"]
+    }
+    assert design["source"]["judgments"] == "data/judgments/v1" and design["source"]["runs"] == ["bm25/c1", "m1/c1"]
+    assert ("q1", "a") not in {(r["query_id"], r["doc_id"]) for r in rows}  # judged in v1: not in the frame
+    # judged@k means nothing under a sampled set: make repro's debt warning stays silent.
+    metrics = json.loads((small / "reports" / "metrics.json").read_text())
+    metrics["contract"]["completeness"] = "sampled"
+    (small / "reports" / "metrics.json").write_text(json.dumps(metrics))
+    assert cli(capsys, "--missing", "--summary-if-below", 0.9) == (0, "", "")

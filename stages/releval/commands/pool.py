@@ -392,7 +392,10 @@ def _summary(debt: Callable[[], Debt], depth: int, threshold: float, grid: dict,
         print(f"WARNING: no {metrics_path}: judged@{depth} not known; run `dvc repro`", file=sys.stderr)
         return 0
     config_ids = grid_config_ids(grid)
-    if from_contract(read_contract(metrics_path)).positives_only:
+    recorded = from_contract(read_contract(metrics_path))
+    if recorded.sampled:
+        return 0  # judged@k is low by design under a sample: the inferred metrics account for the unjudged pairs
+    if recorded.positives_only:
         print(
             f"note: {metrics_path} is scored under positives-only judgments (unlabelled documents are non-relevant "
             f"by declaration), so judged@{depth} says nothing; to see what unlabelled relevant documents change, "
