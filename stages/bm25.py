@@ -14,7 +14,7 @@ from releval import paths
 from releval.config import load_params, section
 from releval.measurement import holdout
 from releval.retrieval import runs
-from releval.retrieval.bm25_run import bm25_cell
+from releval.retrieval.bm25_run import bm25_cell, bm25_tokenizer
 from releval.stage import entry
 
 
@@ -27,9 +27,10 @@ def main() -> None:
     holdout.add_split_argument(parser)
     args = parser.parse_args()
     cfg = section(load_params(), "retriever.bm25")
+    tokenizer = bm25_tokenizer(cfg)
     chunks = pl.read_parquet(Path(args.chunks_dir) / f"{args.chunking}.parquet", columns=["chunk_id", "doc_id", "text"])
     queries = holdout.select_queries(pl.read_parquet(args.queries), args.split, source=args.queries)
-    run, meta = bm25_cell(args.chunking, cfg, chunks, queries)
+    run, meta = bm25_cell(args.chunking, cfg, tokenizer, chunks, queries)
     runs.write_run(Path(args.out_root) / args.chunking, run, meta)
     print(f"bm25 {meta['config_id']}: {chunks.height} chunks, {queries.height} queries")
 

@@ -15,7 +15,13 @@ import polars as pl
 
 from releval import io, paths
 from releval.config import load_params
-from releval.retrieval.chunking import chunk_corpus, chunking_config, load_tokenizer, titles_term
+from releval.retrieval.chunking import (
+    chunk_corpus,
+    chunking_config,
+    load_tokenizer,
+    titles_term,
+    window_content,
+)
 from releval.retrieval.models import resolve_folder
 from releval.stage import entry
 
@@ -31,6 +37,7 @@ def main() -> None:
     tokenizer_source = str(cfg["tokenizer"])
     tokenizer_path = resolve_folder(tokenizer_source) if ":" in tokenizer_source else Path(tokenizer_source)
     tokenizer = load_tokenizer(tokenizer_path)
+    window_content(tokenizer, cfg, args.chunking)  # a window that cannot hold content stops here
     titles = titles_term(params)
     docs = pl.read_parquet(args.docs)
     chunks, stats = chunk_corpus(docs, tokenizer, cfg, args.chunking, titles)

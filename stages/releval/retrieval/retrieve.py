@@ -23,9 +23,9 @@ import polars as pl
 
 from releval import progress
 from releval.config import section
-from releval.retrieval import runs, store
+from releval.retrieval import encoders, runs, store
 from releval.retrieval.dense import EXACT_BATCH, IndexConfig, model_run_meta, recall_against_exact
-from releval.retrieval.encoders import load_encoder, open_index, query_vector_figures, search_cell
+from releval.retrieval.encoders import open_index, query_vector_figures, search_cell
 from releval.retrieval.models import ModelConfig, read_manifest
 from releval.retrieval.vectors import read_vectors
 from releval.stage import warn
@@ -43,30 +43,45 @@ class CellFolders:
     store: str
 
 
-def retrieve_cell(
-    model: str, chunking: str, params: Mapping[str, Any], queries: pl.DataFrame, folders: CellFolders
-) -> tuple[pl.DataFrame, dict[str, Any], str]:
-    """The run of ``model`` over ``chunking`` for ``queries``, its run.json and a one-line summary.
-    Records the queries' vectors (and encoding times) in the embedding store as it goes."""
-    config = ModelConfig.from_params(model, section(params, f"models.{model}"))
-    index_config = IndexConfig.from_params(section(params, "retriever.index"))
-    dense = section(params, "retriever.dense")
+@dataclasses.dataclass(frozen=True)
+class Cell:
+    """One cell's terms from params.yaml: the model, the chunking, the index and the search depths."""
+
+    model: str
+    chunking: str
+    config: ModelConfig
+    index_config: IndexConfig
+    top_k: int
+    recall_k: int
+
+    @classmethod
+    def from_params(cls, model: str, chunking: str, params: Mapping[str, Any]) -> Cell:
+        config = ModelConfig.from_params(model, section(params, f"models.{model}"))
+        index_config = IndexConfig.from_params(section(params, "retriever.index"))
+        dense = section(params, "retriever.dense")
+        return cls(model, chunking, config, index_config, int(dense["top_k"]), int(dense["recall_k"]))
+
+
+def retrieve_cell(cell: Cell, queries: pl.DataFrame, folders: CellFolders) -> tuple[pl.DataFrame, dict[str, Any], str]:
+    """The run of ``cell`` for ``queries``, its run.json and a one-line summary. Records the
+    queries' vectors (and encoding times) in the embedding store as it goes."""
+    model, chunking, config, index_config = cell.model, cell.chunking, cell.config, cell.index_config
     chunks = pl.read_parquet(folders.chunks, columns=["chunk_id", "doc_id"])
     encode_stats = json.loads((folders.embeddings / "encode.json").read_text())
     index_stats = json.loads((folders.index / "index.json").read_text())
     vectors = read_vectors(folders.embeddings, config.family)
     index = open_index(vectors, index_stats, folders.index, index_config)
     manifest = read_manifest(folders.model)
-    encoder = functools.cache(lambda: load_encoder(manifest, config))  # loaded once, when first needed
+    encoder = functools.cache(lambda: encoders.load_encoder(manifest, config))  # loaded once, when first needed
     peak_without_model = runs.peak_rss_bytes()  # vectors and index loaded
 
-    cell = f"{model}/{chunking} queries"
+    queries_cell = f"{model}/{chunking} queries"
     query_store = store.EmbeddingStore(folders.store, store.namespace_terms(manifest, config, "query"), config.family)
     texts = queries["text"].to_list()
-    assembled, _ = store.encode_through_store(texts, query_store, encoder, "query", f"encode {cell}")
-    store.write_ref(folders.store, query_store, store.text_keys(texts), cell, store.head_commit())
+    assembled, _ = store.encode_through_store(texts, query_store, encoder, "query", f"encode {queries_cell}")
+    store.write_ref(folders.store, query_store, store.text_keys(texts), queries_cell, store.head_commit())
     query_vectors = assembled.vectors
-    top_k, recall_k = int(dense["top_k"]), int(dense["recall_k"])
+    top_k, recall_k = cell.top_k, cell.recall_k
     (positions, scores), (exact_positions, _) = search_in_blocks(
         lambda rows: (
             search_cell(vectors, query_vectors[rows], top_k, index, index_config),
