@@ -100,6 +100,15 @@ def test_the_snapshot_run_is_the_servers_answers(server, tmp_path, fmt):
     assert live["taken_at"] in carded["description"]["produced"]
     assert "snapshot of a live system" in carded["description"]["produced"]
     assert carded["sha256"] == record["sha256"]
+    assert carded["endpoint"] == {
+        "url": f"{server.url}/_search",
+        "method": "POST",
+        "body": ES_BODY,
+        "params": None,
+        "taken_at": live["taken_at"],
+        "queries_sent": 3,
+        "responses_sha256": live["responses_sha256"],
+    }
     assert any("a snapshot of a live system" in line for line in external.summary(record))
 
 
@@ -298,6 +307,9 @@ def test_the_external_stage_snapshots_a_live_endpoint_and_scores_it_beside_the_g
     observations = json.loads((project / "reports" / "observations.json").read_text())["observations"]
     observed = next(o for o in observations if o["config_id"] == "external/live")
     assert server.url in observed["external"]["description"]["produced"]
+    carded = json.loads((project / "reports" / "card.json").read_text())["external_runs"]["external/live"]
+    assert carded["endpoint"]["responses_sha256"] == meta["external"]["endpoint"]["responses_sha256"]
+    assert carded["endpoint"]["queries_sent"] == len(mini_queries("dev"))
     for path in [
         project / "params.yaml",
         project / "dvc.lock",

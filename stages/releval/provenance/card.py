@@ -318,6 +318,8 @@ def build_card(
 
 
 EXTERNAL_RECORD = ("path", "format", "sha256", "description", "unit")
+# A live search endpoint's snapshot (run.json's external.endpoint): where, what was asked, when, how much.
+EXTERNAL_ENDPOINT_RECORD = ("url", "method", "body", "params", "taken_at", "queries_sent", "responses_sha256")
 
 
 def external_record(run_meta: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -326,7 +328,10 @@ def external_record(run_meta: Mapping[str, Any]) -> dict[str, Any] | None:
     record = run_meta.get("external")
     if not record:
         return None
-    return {key: record.get(key) for key in EXTERNAL_RECORD}
+    carded = {key: record.get(key) for key in EXTERNAL_RECORD}
+    if record.get("endpoint"):  # a snapshot of a live system: the card says which, and when
+        carded["endpoint"] = {key: record["endpoint"].get(key) for key in EXTERNAL_ENDPOINT_RECORD}
+    return carded
 
 
 def external_runs(run_metas: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -592,6 +597,17 @@ _EXTERNAL = {
     "sha256": _STR,
     "description": {"system": _STR, "produced": _STR, "by": _STR},
     "unit": _STR,
+    "endpoint": _Absent(
+        {
+            "url": _STR,
+            "method": _STR,
+            "body": _Opt(_ANY),
+            "params": _Opt(_ANY),
+            "taken_at": _STR,
+            "queries_sent": int,
+            "responses_sha256": _STR,
+        }
+    ),
 }
 
 CARD_SPEC = {
