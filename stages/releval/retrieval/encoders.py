@@ -309,7 +309,7 @@ def encode_figures(
     }
     if config.family == "endpoint":
         from releval.retrieval.endpoint import encode_figures as endpoint_figures
-        from releval.retrieval.store import unique_rows
 
-        figures |= endpoint_figures(config, assembled.lengths[unique_rows(keys)], loaded)
+        _, first = np.unique(keys, axis=0, return_index=True)  # each distinct text once: it is sent once
+        figures |= endpoint_figures(config, assembled.lengths[first], loaded)
     return figures

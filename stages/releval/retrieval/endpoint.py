@@ -48,13 +48,12 @@ import numpy as np
 
 from releval.config import build
 from releval.errors import InputError
-from releval.retrieval.models import ModelConfig, Truncation, resolve_folder
+from releval.retrieval.models import REMOTE, ModelConfig, Truncation, resolve_folder
 
 PROBE_TEXT = "releval probe: a fixed sentence whose vector identifies the model an endpoint serves."
 # The probe's vector is hashed rounded to this many decimals: a server's last-bit noise (another GPU,
 # another batch shape) is no model change; another model moves every component by far more.
 PROBE_DECIMALS = 3
-REMOTE = "remote: reproducible only while the endpoint serves the same model (the probe hash catches a change)"
 RETRIED_STATUS = (429, 500, 502, 503, 504)
 
 
@@ -92,23 +91,6 @@ class EndpointSettings:
 
 def base_url(config: ModelConfig) -> str:
     return config.source.partition(":")[2].rstrip("/")
-
-
-def endpoint_protocol(config: ModelConfig) -> dict[str, Any]:
-    """The use protocol of an endpoint model (what ModelConfig.protocol records): the endpoint, the
-    model id asked for, dimensions, normalisation, prompts, the input limit, and that it is remote."""
-    settings = EndpointSettings.from_config(config)
-    return {
-        "family": "endpoint",
-        "endpoint": base_url(config),
-        "model": settings.model,
-        "dimensions": settings.dimensions,
-        "query_prompt": config.query_prompt,
-        "document_prompt": config.document_prompt,
-        "normalize": config.normalize,
-        "max_seq_length": config.max_seq_length,
-        "remote": REMOTE,
-    }
 
 
 def redact(text: str, secret: str | None) -> str:
@@ -265,22 +247,6 @@ def endpoint_manifest(config: ModelConfig) -> dict[str, Any]:
         "weights_sha256": identity,
         "revision": f"{terms['served_model']} served at {terms['endpoint']} (remote)",
         "endpoint": terms,
-    }
-
-
-def namespace_terms(manifest: dict[str, Any], config: ModelConfig, role: str, store_format: int) -> dict[str, Any]:
-    """The embedding store's key for an endpoint model's vectors: the identity the manifest records
-    (endpoint, served model id, dimensions, normalisation, probe hash), the role and its prompt."""
-    return {
-        "format": store_format,
-        "model": config.name,
-        "weights_sha256": manifest["weights_sha256"],
-        "revision": manifest.get("revision"),
-        "role": role,
-        "prompt": config.query_prompt if role == "query" else config.document_prompt,
-        **manifest["endpoint"],
-        "family": "endpoint",
-        "max_seq_length": config.max_seq_length,
     }
 
 

