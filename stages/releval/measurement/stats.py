@@ -35,7 +35,6 @@ from dataclasses import asdict, dataclass, replace
 from typing import Literal
 
 import numpy as np
-from scipy import optimize, stats
 
 from releval.errors import InputError
 
@@ -212,6 +211,8 @@ def paired_t_interval(baseline, candidate, confidence: float = 0.95) -> tuple[fl
     Degenerate inputs: one query gives ``(-inf, inf, 1.0)``; zero variance gives the limit of
     the t interval, ``(d, d, 1.0)`` when every difference is 0 and ``(d, d, 0.0)`` otherwise.
     """
+    from scipy import stats  # scipy.stats takes 0.6-1.5 s to import: only the stages that run a t or sign test pay it
+
     base, cand = _paired(baseline, candidate)
     confidence = _open_unit(confidence, "confidence")
     differences = cand - base
@@ -242,6 +243,8 @@ def sign_test(wins: int, losses: int) -> float:
 
     No non-tied query means no evidence either way: p = 1.
     """
+    from scipy import stats  # as in paired_t_interval
+
     wins, losses = _positive_int(wins, "wins", 0), _positive_int(losses, "losses", 0)
     if wins + losses == 0:
         return 1.0
@@ -446,6 +449,8 @@ def paired_t_power(sd: float, delta: float, n: int, alpha: float = 0.05) -> floa
 
     ``sd`` is the standard deviation of the per-query differences, ``delta`` their true mean.
     """
+    from scipy import stats  # as in paired_t_interval
+
     df = n - 1
     noncentrality = abs(delta) * math.sqrt(n) / sd
     critical = stats.t.ppf(1.0 - alpha / 2.0, df)
@@ -458,6 +463,8 @@ def paired_t_power(sd: float, delta: float, n: int, alpha: float = 0.05) -> floa
 
 def _normal_queries(sd: float, delta: float, alpha: float, power: float) -> float:
     """The normal approximation ``((z_{1-alpha/2} + z_power) * sd / delta)^2`` (unrounded)."""
+    from scipy import stats  # as in paired_t_interval
+
     z = stats.norm.ppf(1.0 - alpha / 2.0) + stats.norm.ppf(power)
     return float((z * sd / delta) ** 2)
 
@@ -489,6 +496,8 @@ def minimum_detectable_difference(sd: float, n: int, alpha: float = 0.05, power:
 
     Solves the exact noncentral-t power equation for ``delta`` (same units as ``sd``).
     """
+    from scipy import optimize, stats  # as in paired_t_interval
+
     sd, alpha, power = _power_inputs(sd, alpha, power)
     n = _positive_int(n, "n", 2)
     z = stats.norm.ppf(1.0 - alpha / 2.0) + stats.norm.ppf(power)
