@@ -152,6 +152,15 @@ def sampled_caveat(pairs: Any, rate: Any) -> str:
     )
 
 
+def contract_sample_caveat(contract: Mapping[str, Any]) -> str | None:
+    """:func:`sampled_caveat` of the sample a recorded contract names; None when its set is not sampled."""
+    found = from_contract(contract)
+    if not found.sampled:
+        return None
+    sample = found.sample or {}
+    return sampled_caveat(sample.get("pairs", "?"), sample.get("rate"))
+
+
 def default_for_format(fmt: str) -> Completeness:
     """A qrels file's kind when its config declares none: BEIR's convention for BEIR qrels (relevant
     documents only), pooled for TREC and SMART qrels (pooled collections that record non-relevant ones)."""

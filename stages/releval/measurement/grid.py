@@ -5,7 +5,10 @@ winner holds at every relevance threshold.
 The configurations against the baseline form one family for :func:`releval.measurement.stats.decide`
 (Holm over them); report.md's blocks take the grid's verdicts (:func:`adopt_grid_verdicts`), so that a
 configuration has one verdict wherever the grid and its pair are shown together. Judging coverage
-(:mod:`releval.measurement.coverage`) is read per comparison with the baseline.
+(:mod:`releval.measurement.coverage`) is read per comparison with the baseline. Under a sampled judgment
+set the grid decides on the inferred form of the metric (:func:`releval.measurement.pair.decided_metric`),
+carries the sample's caveat and does not re-score the winner at other relevance thresholds
+(:data:`SAMPLED_THRESHOLDS`).
 
 Figures only: :mod:`releval.reporting.grid_text` renders a :class:`GridReport` as text or JSON.
 """
@@ -23,9 +26,13 @@ from releval.errors import InputError
 from releval.judging import completeness
 from releval.measurement import scoring, stats
 from releval.measurement.coverage import BPREF, Coverage, coverage
-from releval.measurement.pair import INCONCLUSIVE, NotComparable, PairReport, preview
+from releval.measurement.pair import INCONCLUSIVE, NotComparable, PairReport, decided_metric, preview
 
 THRESHOLDS = (1, 2, 3)
+SAMPLED_THRESHOLDS = (
+    "not computed under sampled judgments (re-scoring at another threshold gives the engine's values, "
+    "which count every unjudged document as non-relevant, not inferred estimates)"
+)
 
 
 @dataclass(frozen=True)
@@ -84,6 +91,12 @@ class GridReport:
     coverage_metric: str | None = None  # the judged@k coverage is read from; None: the contract lists none
     coverage_terms: scoring.CoverageTerms | None = None
     baseline_judged: float | None = None  # None: not recorded per query
+    thresholds_note: str | None = None  # why ``thresholds`` is None when it was not left out by choice
+
+    @property
+    def sample_caveat(self) -> str | None:
+        """The line a grid under a sampled judgment set carries (:func:`completeness.sampled_caveat`); else None."""
+        return completeness.contract_sample_caveat(self.contract)
 
     def confounded(self) -> list[GridRow]:
         """The rows whose comparison with the baseline is coverage-confounded."""
@@ -208,7 +221,13 @@ def compare_grid(
 
     With a ``contract`` listing a judged@k, each comparison's coverage is read (:class:`Coverage`,
     under ``coverage_terms`` or the contract's): a coverage-confounded one gets
-    :data:`stats.COVERAGE_CONFOUNDED` for its verdict, its p-values kept."""
+    :data:`stats.COVERAGE_CONFOUNDED` for its verdict, its p-values kept.
+
+    Under a sampled judgment set (the ``contract``'s) ``metric`` is decided on its inferred form
+    (:func:`~releval.measurement.pair.decided_metric`) and ``threshold_means`` is not read
+    (:data:`SAMPLED_THRESHOLDS`)."""
+    sampled = completeness.from_contract(contract or {}).sampled
+    metric = decided_metric(contract or {}, metric)
     query_ids, configs, matrix = score_matrix(per_query, metric, configs)
     if baseline not in configs:
         raise InputError(f"unknown baseline {baseline!r}; known: {configs}", field="baseline")
@@ -289,13 +308,14 @@ def compare_grid(
         best=best,
         winner_frequencies=stats.winner_frequencies(matrix, configs, n_resamples, seed),
         spread=stats.score_spread(matrix.mean(axis=0), spread_width),
-        thresholds=_threshold_stability(threshold_means) if threshold_means else None,
+        thresholds=_threshold_stability(threshold_means) if threshold_means and not sampled else None,
         contract=dict(contract or {}),
         runner_up=runner_up,
         settle=settle,
         coverage_metric=judged_metric,
         coverage_terms=coverage_terms if judged_metric else None,
         baseline_judged=None if judged_means is None else judged_means[baseline],
+        thresholds_note=SAMPLED_THRESHOLDS if sampled else None,
     )
 
 

@@ -33,6 +33,7 @@ from releval.config import load_params
 from releval.errors import InputError
 from releval.inputs import trec
 from releval.io import sha256_file
+from releval.judging import completeness
 from releval.measurement import holdout, scoring
 from releval.measurement.gate import Broken, must_never_break, must_never_break_ids
 from releval.measurement.grid import GridReport, compare_grid, threshold_means
@@ -443,7 +444,8 @@ def grid_report(
     """Every configuration of the working tree's reports against one baseline (see
     :func:`releval.measurement.grid.compare_grid`), with the winner re-scored at each
     relevance threshold in ``thresholds`` (comma-separated; '' skips), coverage read under the
-    contract's terms with ``min_judged``/``max_judged_gap`` replacing them when given."""
+    contract's terms with ``min_judged``/``max_judged_gap`` replacing them when given. Under a sampled
+    judgment set the grid decides on the inferred metric and the runs are not re-scored (the grid says why)."""
     reports = sources.current_or_fail()
     contract = reports.contract
     configs = reports.config_ids()
@@ -451,7 +453,11 @@ def grid_report(
         raise InputError("no configurations", file=f"{reports.where}/per_query.parquet")
     chosen = metric or contract.get("primary") or "ndcg@10"
     baseline = _grid_baseline(configs, baseline, params)
-    means = _threshold_means(sources, reports, configs, chosen, contract, _parse_thresholds(thresholds))
+    means = (
+        None
+        if completeness.from_contract(contract).sampled
+        else _threshold_means(sources, reports, configs, chosen, contract, _parse_thresholds(thresholds))
+    )
     return compare_grid(
         reports.per_query.with_columns(pl.col("query_id").cast(pl.Utf8)),
         baseline,

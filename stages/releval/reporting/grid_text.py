@@ -64,10 +64,10 @@ def settle_sentence(report: GridReport, name: Callable[[str], str] = str) -> str
     return f"{name(report.best.best)} vs {name(report.runner_up)}: {power_sentence(report.settle)}"
 
 
-def threshold_sentence(thresholds: ThresholdStability | None) -> str:
-    """The winner at each relevance threshold and whether it changes."""
+def threshold_sentence(thresholds: ThresholdStability | None, note: str | None = None) -> str:
+    """The winner at each relevance threshold and whether it changes; without them, ``note`` (why not)."""
     if thresholds is None:
-        return "not computed"
+        return note or "not computed"
     return ", ".join(f"grade >= {k}: {w or 'no relevant documents'}" for k, w in sorted(thresholds.winners.items())) + (
         " → the WINNER CHANGES with the threshold" if thresholds.changes else " → same winner at every threshold"
     )
@@ -79,10 +79,13 @@ def _cell_number(value: float | None, fmt: str = "{:.4f}") -> str:
 
 def _coverage_lines(report: GridReport) -> list[str]:
     """The grid's coverage notes: the terms, how many comparisons are coverage-confounded, and for
-    each confounded or winner-changing one why, with its condensed-list value and bpref."""
+    each confounded or winner-changing one why, with its condensed-list value and bpref; under a sampled
+    judgment set, the sample's caveat instead."""
     if report.coverage_metric is None or report.coverage_terms is None:
         if report.positives_only:
             return ["", f"coverage: not a question here: {POSITIVES_ONLY_CAVEAT}"]
+        if report.sample_caveat is not None:
+            return ["", f"sampled judgments: {report.sample_caveat}"]
         return []
     terms = report.coverage_terms
     head = (
@@ -173,7 +176,7 @@ def render_grid(report: GridReport) -> str:
             else f"not narrow (width {s.width:g})"
         )
     )
-    lines.append(f"winner by relevance threshold: {threshold_sentence(report.thresholds)}")
+    lines.append(f"winner by relevance threshold: {threshold_sentence(report.thresholds, report.thresholds_note)}")
     lines.append(f"to settle the best: {settle_sentence(report)}")
     thin = grid_thin_evidence(report)
     if thin is not None:
@@ -240,5 +243,12 @@ def grid_to_dict(report: GridReport) -> dict[str, Any]:
             "winners": {str(k): v for k, v in report.thresholds.winners.items()},
             "means": {str(k): v for k, v in report.thresholds.means.items()},  # null: no relevant
             "winner_changes": report.thresholds.changes,
+        },
+        "sample": None
+        if report.sample_caveat is None
+        else {
+            **(report.contract.get("sample") or {}),
+            "caveat": report.sample_caveat,
+            "thresholds": report.thresholds_note,
         },
     }
