@@ -3,6 +3,10 @@
 The report stage (:func:`releval.reporting.evaluation_report.build_report`) and the audit, which
 renders report.md again from the verified numbers, compute them here and hand them to
 :func:`releval.reporting.report_md.report_markdown`, which only writes them down.
+
+Under a sampled judgment set every figure is of the inferred form of the primary
+(:func:`releval.measurement.pair.decided_metric`: ndcg@10 -> infndcg@10), slice means included, and the
+winner is not re-scored at other relevance thresholds (:data:`releval.measurement.grid.SAMPLED_THRESHOLDS`).
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from typing import Any
 
 import polars as pl
 
+from releval.judging import completeness
 from releval.measurement import scoring
 from releval.measurement.chunk_budget import ChunkPair, chunk_size_pairs
 from releval.measurement.grid import GridReport, adopt_grid_verdicts, compare_grid, threshold_means
@@ -21,6 +26,7 @@ from releval.measurement.pair import (
     PairReport,
     compare_sides,
     config_side,
+    decided_metric,
     query_slices,
     query_texts,
 )
@@ -53,6 +59,9 @@ class ReportFigures:
     worst: list[WorstQuery]
     saturation: dict[str, Any]  # :func:`releval.measurement.scoring.saturation` of the corpus
     chunk_sizes: list[ChunkPair]  # chunkings of one cell at equal token budgets (:mod:`chunk_budget`)
+    # Under a sampled set: config id -> slice -> mean of the inferred primary (None: no query of the slice);
+    # else None (the observations' slice means are shown).
+    slice_means: dict[str, dict[str, float | None]] | None = None
 
 
 def report_figures(
@@ -78,12 +87,16 @@ def report_figures(
     queries) and ``scored_qrels`` re-score the winner at each relevance threshold; ``qrels`` count
     each worst query's relevant documents; ``documents``: the corpus's size (saturated cutoffs);
     ``chunk_tokens``: each chunking's size, for the chunk-size comparison at the contract's evidence
-    budgets (:func:`releval.measurement.chunk_budget.chunk_size_pairs`)."""
+    budgets (:func:`releval.measurement.chunk_budget.chunk_size_pairs`). Under a sampled judgment set
+    ``primary`` is decided on its inferred form (see the module's docstring)."""
     configs = list(configs)
+    sampled = completeness.from_contract(contract).sampled
+    primary = decided_metric(contract, primary)
     intervals = interval_table(per_query, primary, configs, resamples, seed)
     grid, pairs = None, {}
+    slices = query_slices(scored)
     if len(configs) > 1:
-        means = threshold_means(doc_runs, scored_qrels, contract, primary)
+        means = None if sampled else threshold_means(doc_runs, scored_qrels, contract, primary)
         grid = compare_grid(
             per_query, baseline, primary, configs, resamples, seed, threshold_means=means, contract=contract
         )
@@ -107,7 +120,7 @@ def report_figures(
         intervals=intervals,
         grid=grid,
         pairs=pairs,
-        slices={name: len(ids) for name, ids in query_slices(scored).items()},
+        slices={name: len(ids) for name, ids in slices.items()},
         worst=_worst_queries(per_query, scored, qrels, contract, baseline, primary, worst),
         saturation=scoring.saturation(contract["metrics"], documents),
         chunk_sizes=chunk_size_pairs(
@@ -119,7 +132,22 @@ def report_figures(
             resamples=resamples,
             seed=seed,
         ),
+        slice_means=_slice_means(per_query, configs, slices, primary) if sampled else None,
     )
+
+
+def _slice_means(
+    per_query: pl.DataFrame, configs: Sequence[str], slices: Mapping[str, Sequence[str]], metric: str
+) -> dict[str, dict[str, float | None]]:
+    """Each configuration's mean ``metric`` over the queries of each slice (None: no value there)."""
+    out: dict[str, dict[str, float | None]] = {}
+    for config_id in configs:
+        rows = per_query.filter(pl.col("config_id") == config_id)
+        out[config_id] = {}
+        for name, ids in slices.items():
+            values = rows.filter(pl.col("query_id").is_in(list(ids)))[metric].drop_nulls()
+            out[config_id][name] = float(values.mean()) if values.len() else None
+    return out
 
 
 def _worst_queries(

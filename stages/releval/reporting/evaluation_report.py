@@ -24,7 +24,7 @@ from releval.config import section
 from releval.errors import InputError
 from releval.measurement import explain, holdout, plot_tables, scoring
 from releval.measurement.chunk_budget import chunking_sizes
-from releval.measurement.pair import query_slices
+from releval.measurement.pair import decided_metric, query_slices
 from releval.measurement.report_figures import report_figures
 from releval.provenance import card as cards
 from releval.reporting import card_inputs, plots
@@ -104,7 +104,7 @@ class EvaluationReport:
     markdown: str
     page: str  # report.html
     warnings: list[str]
-    primary: str
+    primary: str  # the metric the report decides on (under a sampled set the inferred form of the contract's)
     baseline: str
 
 
@@ -165,6 +165,7 @@ def build_report(
     )
 
     primary = contract.get("primary") or contract["metrics"][0]
+    decided = decided_metric(contract, primary)  # under a sampled set its inferred form: the plots show that
     order = list(configs)
     baseline = baseline_config(params, order)
     chunk_runs = configuration_runs(lineage, order, inputs.chunks_dir)
@@ -192,12 +193,12 @@ def build_report(
     tables = {
         "difference_ci": differences,
         "recall_curve": plot_tables.recall_curve_table(doc_runs, scored_qrels, scoring.contract_from_record(contract)),
-        "quality_cost": plot_tables.quality_cost_table(configs, primary),
+        "quality_cost": plot_tables.quality_cost_table(configs, decided),
         "difference_hist": plot_tables.difference_table(
-            inputs.per_query, baseline, primary, [baseline, *by_difference]
+            inputs.per_query, baseline, decided, [baseline, *by_difference]
         ),
     }
-    images = {name: plots.render_png(name, rows, primary, baseline) for name, rows in tables.items()}
+    images = {name: plots.render_png(name, rows, decided, baseline) for name, rows in tables.items()}
     ranked = cards.rank_observations(observations, [card], primary)
     rendering = dict(
         card=card,
@@ -213,7 +214,7 @@ def build_report(
         reports=inputs.reports,
     )
     markdown = report_markdown(**rendering)
-    contrasts = page_contrasts(inputs, chunk_runs, scored, scored_qrels, grid, baseline, primary, by_difference)
+    contrasts = page_contrasts(inputs, chunk_runs, scored, scored_qrels, grid, baseline, decided, by_difference)
     page = render_html(report_document(**rendering, page=PageViews(images, contrasts)))
     return EvaluationReport(
         card=card,
@@ -223,7 +224,7 @@ def build_report(
         markdown=markdown,
         page=page,
         warnings=[message for messages in warnings.values() for message in messages],
-        primary=primary,
+        primary=decided,
         baseline=baseline,
     )
 

@@ -11,6 +11,10 @@ it (``media="html"`` keeps it to the page).
 
 Pure: nothing here computes a statistic or scores a run; the report stage and the audit compute the
 figures with :func:`releval.measurement.report_figures.report_figures` and hand them over.
+
+Under a sampled judgment set the report reads the inferred form of the primary throughout
+(:func:`releval.measurement.pair.decided_metric`: ndcg@10 -> infndcg@10; the grid best first by it) and
+its opening carries the sample's caveat (:func:`releval.judging.completeness.contract_sample_caveat`).
 """
 
 from __future__ import annotations
@@ -21,10 +25,12 @@ from pathlib import Path
 from typing import Any
 
 from releval import paths
+from releval.judging import completeness
 from releval.measurement import scoring, stats
 from releval.measurement.chunk_budget import ChunkPair, split_config
 from releval.measurement.explain import Explanation, ShownDocument
 from releval.measurement.grid import GridReport
+from releval.measurement.pair import decided_metric
 from releval.measurement.report_figures import ReportFigures
 from releval.provenance import card as cards
 from releval.reporting.document import (
@@ -122,18 +128,23 @@ def report_document(
     named with the plots and machine figures beside it; ``page``: what only report.html shows.
 
     The grid shows judged@k as columns and marks a saturated recall cutoff ``1.0000 (sat.)``
-    (``figures.saturation``)."""
+    (``figures.saturation``). Under a sampled judgment set ``primary`` is read in its inferred form and
+    ``ranked`` reordered by it (see the module's docstring)."""
     page = page or PageViews()
+    caveat = completeness.contract_sample_caveat(contract)
+    if caveat is not None:
+        primary = decided_metric(contract, primary)
+        ranked = sorted(ranked, key=lambda item: (-float(configs[item.config_id][primary]), item.config_id))
 
     def here(path: str) -> str:
         return paths.rebase(path, paths.REPORTS, reports).as_posix()
 
     sections = [
-        _opening(card, figures, configs, baseline, primary, page, here),
+        _opening(card, figures, configs, baseline, primary, page, here, caveat),
         _grid_section(ranked, figures, configs, contract, primary, resamples, seed, here),
         _baseline_section(figures, baseline, primary),
         _chunk_size_section(figures.chunk_sizes, contract, primary),
-        _slices_section(ranked, figures.slices, primary),
+        _slices_section(ranked, figures.slices, primary, figures.slice_means),
         _worst_section(figures, primary),
         _per_query_section(page.contrasts, primary),
         _plots_section(page.plots, primary, baseline),
@@ -151,12 +162,16 @@ def _opening(
     primary: str,
     page: PageViews,
     here,
+    caveat: str | None = None,
 ) -> Section:
-    """The conclusion, the difference plot beside it on the page, and what the numbers are made of."""
+    """The conclusion, the difference plot beside it on the page, and what the numbers are made of;
+    ``caveat``: the sample's, under a sampled judgment set."""
     lead, bullets = conclusion(figures.grid, configs, primary)
     blocks: list[Block] = [Paragraph(lead)]
     if bullets:
         blocks.append(Bullets(tuple(bullets)))
+    if caveat is not None:
+        blocks.append(Paragraph(f"Sampled judgments: {caveat}."))
     if "difference_ci" in page.plots and figures.grid is not None:
         grid = figures.grid
         blocks.append(
@@ -198,11 +213,13 @@ def _grid_section(
     saturated cutoffs and coverage."""
     ci = {row["config_id"]: row for row in figures.intervals}
     quality = table_quality_metrics(contract["metrics"])
+    inferred = [m for m in contract.get(scoring.INFERRED_KEY) or [] if m != primary]  # a sampled set's others
     coverage = [m for m in contract["metrics"] if m.startswith("judged@")]
     saturated = figures.saturation["saturated"]
     header = [
         "configuration",
         f"{primary} [95% CI]",
+        *inferred,
         *[m for m in quality if m != primary],
         *coverage,
         "index MB",
@@ -215,6 +232,7 @@ def _grid_section(
         cells = [
             f"`{item.config_id}`",
             f"{row[primary]:.4f} [{format_cell(interval.get('low'))}, {format_cell(interval.get('high'))}]",
+            *[format_cell(row.get(m)) for m in inferred],
             *[metric_cell(m, row.get(m), saturated) for m in quality if m != primary],
             *[format_cell(row.get(m), "{:.2f}") for m in coverage],
             format_cell(None if ops.get("index_bytes") is None else ops["index_bytes"] / 1e6, "{:.2f}"),
@@ -362,8 +380,14 @@ def _verdict_table(grid: GridReport) -> Table:
     return Table(header, tuple(rows), align, media=HTML)
 
 
-def _slices_section(ranked: Sequence[Any], slices: Mapping[str, int], primary: str) -> Section:
-    """Each configuration's primary per slice (the observations' slice means)."""
+def _slices_section(
+    ranked: Sequence[Any],
+    slices: Mapping[str, int],
+    primary: str,
+    means: Mapping[str, Mapping[str, float | None]] | None = None,
+) -> Section:
+    """Each configuration's primary per slice: ``means`` (config id -> slice -> mean) when given, else the
+    observations' slice means."""
     if not slices:
         return Section("Slices", (Paragraph("No slices declared (the queries carry no `slices`)."),), anchor="slices")
     names = list(slices)
@@ -373,7 +397,14 @@ def _slices_section(ranked: Sequence[Any], slices: Mapping[str, int], primary: s
         rows.append(
             (
                 f"`{item.config_id}`",
-                *[format_cell((obs_slices.get(n) or {}).get("mean", {}).get(primary)) for n in names],
+                *[
+                    format_cell(
+                        means[item.config_id].get(n)
+                        if means is not None
+                        else (obs_slices.get(n) or {}).get("mean", {}).get(primary)
+                    )
+                    for n in names
+                ],
             )
         )
     table = Table(
@@ -554,6 +585,8 @@ def conclusion(grid: GridReport | None, configs: Mapping[str, Any], primary: str
         lines.append(f"Thin evidence: {thin}.")
     if grid.thresholds is not None:
         lines.append(f"Winner by relevance threshold: {threshold_sentence(grid.thresholds)}.")
+    elif grid.thresholds_note is not None:
+        lines.append(f"Winner by relevance threshold: {grid.thresholds_note}.")
     confounded = grid.confounded()
     if confounded and grid.coverage_terms is not None:
         terms = grid.coverage_terms
