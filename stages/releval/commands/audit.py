@@ -39,7 +39,7 @@ import argparse
 import json
 from pathlib import Path
 
-from releval.provenance import audit, revisions
+from releval.provenance import audit, audit_text, revisions
 from releval.errors import InputError
 
 
@@ -89,8 +89,8 @@ def _audit(root: Path, args: argparse.Namespace, revision: str | None = None) ->
         )
         if revision:
             print(revision)
-        print(audit.auditing_code_line(code))
-        print(audit.render_verification(links if args.verbose else audit.fold(links)))
+        print(audit_text.auditing_code_line(code))
+        print(audit_text.render_verification(links if args.verbose else audit_text.fold(links)))
         return 0 if ok else 1
     ref = audit.parse_ref(args.ref)
     lineage = audit.assemble(root, ref)
@@ -106,14 +106,14 @@ def _audit(root: Path, args: argparse.Namespace, revision: str | None = None) ->
     elif args.verbose:
         if revision:
             print(revision)
-        print(audit.render_lineage(lineage))
-        print(audit.auditing_code_line(code))
+        print(audit_text.render_lineage(lineage))
+        print(audit_text.auditing_code_line(code))
         print()
-        print(audit.render_verification(verification))
+        print(audit_text.render_verification(verification))
     else:
         if revision:
             print(revision)
-        print(audit.render_summary(lineage, verification, code))
+        print(audit_text.render_summary(lineage, verification, code))
     return 0 if verification.ok else 1
 
 
