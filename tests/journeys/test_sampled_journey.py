@@ -5,7 +5,8 @@ runs; the corpus, queries and answer key are tests/journeys/test_docs_steps.py's
 blocks exactly as written: a 30% stratified sample of the grid's unjudged top 10 drawn with a seed,
 graded from the user's answer key as a spreadsheet is filled (the pool file shows no system, score
 or rank, so neither does the grading), imported (the version declares ``sampled`` and holds the
-design), scored (inferred infNDCG@10 and infAP) and compared, with the sample's caveat.
+design), scored (inferred infNDCG@10 and infAP) and compared, with the sample's caveat, which report.md
+opens with too.
 """
 
 from __future__ import annotations
@@ -73,3 +74,9 @@ def test_score_and_read_the_inferred_intervals(shell):
     for figures in metrics["configs"].values():
         low, high = figures["inferred"]["infndcg@10"]["interval"]
         assert low <= high and figures["inferred"]["infndcg@10"]["mean"] == figures["infndcg@10"]
+    # The report stage of the same `dvc repro`: its conclusion on infNDCG@10, opening with the sample's caveat.
+    report = (shell.cwd / "reports" / "helpdesk" / "report.md").read_text()
+    opening = report.split("## Grid")[0]
+    assert "**Conclusion** (infndcg@10, " in opening, opening
+    assert "Sampled judgments: the figures are estimates from a sample of" in opening
+    assert "| configuration | infndcg@10 [95% CI] | infap |" in report
