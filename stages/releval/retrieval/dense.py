@@ -275,6 +275,7 @@ def model_run_meta(
             "dimension": encode_stats["dimension"],
             **sparse_figures,
             **dict(query_figures or {}),
+            **{key: encode_stats[key] for key in ("index_cost",) if key in encode_stats},  # priced endpoints
             "chunks_per_s": encode_stats["chunks_per_s"],
             "tokens_per_s": encode_stats["tokens_per_s"],
             "truncation_rate": encode_stats["truncation_rate"],

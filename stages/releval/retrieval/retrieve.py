@@ -25,7 +25,7 @@ from releval import progress
 from releval.config import section
 from releval.retrieval import encoders, runs, store
 from releval.retrieval.dense import EXACT_BATCH, IndexConfig, model_run_meta, recall_against_exact
-from releval.retrieval.encoders import open_index, query_vector_figures, search_cell
+from releval.retrieval.encoders import open_index, query_cost_figures, query_vector_figures, search_cell
 from releval.retrieval.models import ModelConfig, read_manifest
 from releval.retrieval.vectors import read_vectors
 from releval.stage import warn
@@ -123,7 +123,7 @@ def retrieve_cell(cell: Cell, queries: pl.DataFrame, folders: CellFolders) -> tu
         peak_rss_bytes=runs.peak_rss_bytes() + (0 if encoder.cache_info().currsize else model_peak_bytes),
         top_k=top_k,
         queries=queries.height,
-        query_figures=query_vector_figures(query_vectors),
+        query_figures=query_vector_figures(query_vectors) | query_cost_figures(config, assembled.lengths),
     )
     summary = (
         f"retrieve {meta['config_id']}: {queries.height} queries, ANN recall@{recall_k} {ann_recall:.3f}, "
