@@ -143,6 +143,15 @@ def test_quality_cost_table_reads_the_cost_figures_of_every_configuration():
     # Machine figures (throughput, latency) are not plotted with quality: they live in reports/ops.json.
     assert rows[0] == {"config_id": "a", "metric": "ndcg@10", "quality": 0.5, "index_mb": 2.5}
     assert rows[1]["index_mb"] == 0.001
+    priced = {"ep": {"ndcg@10": 0.6, "ops": {"index_bytes": 1_000, "index_cost": 0.0038, "query_cost_per_1k": 3e-4}}}
+    assert plot_tables.quality_cost_table(priced, "ndcg@10")[0] == {
+        "config_id": "ep",
+        "metric": "ndcg@10",
+        "quality": 0.6,
+        "index_mb": 0.001,
+        "index_cost": 0.0038,
+        "query_cost_per_1k": 3e-4,
+    }
     with pytest.raises(InputError, match="has no map"):
         plot_tables.quality_cost_table(configs, "map")
 

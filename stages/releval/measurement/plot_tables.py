@@ -26,6 +26,7 @@ from releval.errors import InputError
 from releval.measurement import stats
 from releval.measurement.grid import GridReport, score_matrix
 from releval.measurement.metrics import evaluate
+from releval.measurement.operations import MONEY_FIGURES
 
 
 def _finite(value: Any) -> float | None:
@@ -105,6 +106,8 @@ def quality_cost_table(configs: Mapping[str, Mapping[str, Any]], metric: str) ->
                 "metric": metric,
                 "quality": float(row[metric]),
                 "index_mb": None if index_bytes is None else round(index_bytes / 1e6, 6),
+                # money at a priced model's declared rate, for a plot against cost; absent without a price
+                **{key: ops[key] for key in MONEY_FIGURES if ops.get(key) is not None},
             }
         )
     return rows

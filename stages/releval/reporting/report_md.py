@@ -29,6 +29,7 @@ from releval.judging import completeness
 from releval.measurement import scoring, stats
 from releval.measurement.chunk_budget import ChunkPair, split_config
 from releval.measurement.explain import Explanation, ShownDocument
+from releval.measurement.operations import MONEY_COLUMNS
 from releval.measurement.grid import GridReport
 from releval.measurement.pair import decided_metric
 from releval.measurement.report_figures import ReportFigures
@@ -225,6 +226,8 @@ def _grid_section(
         "index MB",
         "truncated",
     ]
+    money = [(key, label) for key, label in MONEY_COLUMNS if any(key in (c.get("ops") or {}) for c in configs.values())]
+    header += [label for _, label in money]
     rows = []
     for item in ranked:
         row, ops = configs[item.config_id], configs[item.config_id].get("ops") or {}
@@ -237,6 +240,7 @@ def _grid_section(
             *[format_cell(row.get(m), "{:.2f}") for m in coverage],
             format_cell(None if ops.get("index_bytes") is None else ops["index_bytes"] / 1e6, "{:.2f}"),
             format_cell(ops.get("truncation_rate"), "{:.1%}"),
+            *[format_cell(ops.get(key), "{:.6f}") for key, _ in money],
         ]
         rows.append(tuple(cells))
     blocks: list[Block] = [
@@ -244,6 +248,12 @@ def _grid_section(
         Paragraph(
             f"Intervals: percentile bootstrap over queries, {resamples} resamples, seed {seed}. "
             f"Throughput, latency and memory depend on the machine: {here(paths.OPS_MD)}."
+            + (
+                " Index cost and cost per 1,000 queries: at each priced model's declared price per 1M input tokens, "
+                "from the tokens its endpoint reported; blank where no price is declared."
+                if money
+                else ""
+            )
         ),
     ]
     notes = [
