@@ -1,4 +1,5 @@
-"""The shipped default benchmark (pydocs edition v3, judgments v3) keeps the promises its manifest makes.
+"""The shipped default benchmark (pydocs edition v3, judgments v3, active as v4: the same grades with
+evidence spans) keeps the promises its manifest makes.
 
 These read the committed files only: the corpus, the queries, the judgment set and the results
 that `make repro` wrote and the repository commits.
@@ -21,6 +22,7 @@ from support import ROOT
 QUERIES = ROOT / "data" / "pydocs" / "v3" / "queries.jsonl"
 CORPUS = ROOT / "data" / "pydocs" / "v3" / "corpus.jsonl.gz"
 V3 = ROOT / "data" / "judgments" / "v3"
+V4 = ROOT / "data" / "judgments" / "v4"
 SLICES = ("navigational", "paraphrase", "howto", "hard", "tail")
 NEW_QUERIES = "q201"  # ids from here on were written for v3
 
@@ -37,7 +39,16 @@ def judgments():
 
 def test_the_params_default_is_this_benchmark():
     params = (ROOT / "params.yaml").read_text(encoding="utf-8")
-    assert "path: data/pydocs/v3/corpus.jsonl.gz" in params and "path: data/judgments/v3" in params
+    assert "path: data/pydocs/v3/corpus.jsonl.gz" in params and "path: data/judgments/v4" in params
+
+
+def test_the_active_set_v4_keeps_v3_s_grades_and_adds_spans(judgments):
+    """v4 changed no grade: document-level figures under it are v3's, and every span sits on a relevant pair."""
+    v4 = load_version(V4)
+    columns = ["query_id", "doc_id", "grade"]
+    assert v4.qrels().select(columns).sort(columns[:2]).equals(judgments.qrels().select(columns).sort(columns[:2]))
+    with_spans = v4.judgments.filter(pl.col("evidence").list.len() > 0)
+    assert with_spans.height > 300 and with_spans["grade"].min() >= 1
 
 
 def test_at_least_100_queries_in_every_slice_and_both_splits(queries):
@@ -98,7 +109,7 @@ def test_every_disagreement_is_adjudicated_between_the_two_grades(judgments):
 
 def test_every_default_configuration_is_judged_to_depth_10():
     metrics = json.loads((ROOT / "reports" / "metrics.json").read_text(encoding="utf-8"))
-    assert metrics["contract"]["judgments_version"] == "v3"
+    assert metrics["contract"]["judgments_version"] == "v4"
     judged = {cid: row["judged@10"] for cid, row in metrics["configs"].items()}
     assert len(judged) == 24
     assert min(judged.values()) >= 0.98, sorted(judged.items(), key=lambda kv: kv[1])[:3]
