@@ -138,3 +138,21 @@ def test_a_changed_passage_level_figure_breaks_the_audit(evidence_project, tmp_p
     result = run(["releval", "audit", "--all"], project, check=False)
     assert result.returncode == 1, result.stdout + result.stderr
     assert any("BROKEN" in line and "evidence_recall@1024tok" in line for line in result.stdout.splitlines())
+
+
+def test_a_clone_without_the_chunk_level_runs_audits_the_rest_and_says_what_it_took_as_recorded(
+    evidence_project, tmp_path
+):
+    """A teammate's git clone has the archive (document-level runs) but not data/work: the passage-level
+    columns cannot be recomputed there. The audit takes them as recorded and says so, instead of calling
+    per_query.parquet and report.md broken (journey J7 found that)."""
+    clone = tmp_path / "teammate"
+    run(["git", "clone", "-q", str(evidence_project[0]), str(clone)], tmp_path)
+    assert not (clone / "data" / "work" / "runs").exists()
+    result = run(["releval", "audit", "--all"], clone, check=False)
+    assert "BROKEN" not in result.stdout, result.stdout[-3000:]
+    assert "not available here" in result.stdout
+    lines = result.stdout.splitlines()
+    per_query = next(line for line in lines if "per_query.parquet" in line and " ok" in line.lower())
+    assert "passage-level columns of" in per_query and "taken as recorded" in per_query, per_query
+

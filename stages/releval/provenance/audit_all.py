@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +17,7 @@ import polars as pl
 from releval import config, io, paths
 from releval.errors import InputError
 from releval.judging.completeness import metrics_for
-from releval.measurement import holdout, operations, scoring
+from releval.measurement import evidence, holdout, operations, scoring
 from releval.measurement.metrics import contract_from_params
 from releval.progress import progress
 from releval.provenance import archive, revisions
@@ -54,6 +54,8 @@ class AllAudit(ReportChecks):
     selected: pl.DataFrame | None = None  # the queries score.py scores (its split)
     scored: Any = None  # releval.measurement.scoring.ScoredQueries: those queries with their qrels and slices
     passages: Any = None  # releval.measurement.scoring.EvidenceInputs: the rebuilt spans, when judgments mark any
+    # configurations whose passage-level figures are taken as recorded: their chunk-level runs are not here
+    evidence_as_recorded: list[str] = field(default_factory=list)
 
     @classmethod
     def read(cls, root: Path, tmp: Path, desc: str | None) -> AllAudit:
@@ -149,6 +151,17 @@ class AllAudit(ReportChecks):
             except InputError as exc:
                 self.rescored[config_id] = str(exc)
 
+    def _recorded_evidence_columns(self, config_id: str) -> pl.DataFrame | None:
+        """per_query.parquet's passage-level columns of ``config_id`` as recorded (None: none recorded)."""
+        path = self.root / self.report_file(paths.PER_QUERY)
+        if not path.exists():
+            return None
+        names = [c for c in pl.read_parquet_schema(path) if c.startswith(evidence.METRIC_PREFIX)]
+        if not names:
+            return None
+        recorded = pl.read_parquet(path, columns=["config_id", "query_id", *names])
+        return recorded.filter(pl.col("config_id") == config_id).drop("config_id")
+
     def _rescore_one(self, config_id: str, metric_names: list[str]) -> Rescored:
         entry = self.entry(config_id)
         if not entry.get("run_dir") and not entry.get("run_sha256"):
@@ -188,7 +201,13 @@ class AllAudit(ReportChecks):
             if by_query is not None:
                 per_query = per_query.join(by_query, on="query_id", how="left", maintain_order="left")
         elif self.passages is not None and scoring.EVIDENCE_KEY in recorded:
-            result[scoring.EVIDENCE_KEY] = recorded[scoring.EVIDENCE_KEY]  # not recomputable from the archive
+            # Not recomputable from the archive (it keeps document-level runs): the figures and the per-query
+            # columns are taken as recorded, and the per-query link says so.
+            result[scoring.EVIDENCE_KEY] = recorded[scoring.EVIDENCE_KEY]
+            recorded_columns = self._recorded_evidence_columns(config_id)
+            if recorded_columns is not None:
+                per_query = per_query.join(recorded_columns, on="query_id", how="left", maintain_order="left")
+                self.evidence_as_recorded.append(config_id)
         return Rescored(
             config_id,
             entry.get("run_dir"),

@@ -130,7 +130,20 @@ class ReportChecks:
             expected, recorded = expected.select(keep), recorded.select([c for c in keep if c in recorded.columns])
         if recorded.equals(expected):
             what = "the metric columns" if partial else "every row and column"
-            return Link("report", path, "ok", f"{what} as the runs and judgments give them ({expected.height} rows)")
+            taken = self.evidence_as_recorded
+            recorded_note = (
+                f"; the passage-level columns of {len(taken)} configurations are taken as recorded: their "
+                "chunk-level runs are not here (the archive keeps document-level runs; `dvc pull` or `dvc repro` "
+                "brings them)"
+                if taken
+                else ""
+            )
+            return Link(
+                "report",
+                path,
+                "ok",
+                f"{what} as the runs and judgments give them ({expected.height} rows){recorded_note}",
+            )
         return Link("report", path, "mismatch", _frame_difference(recorded, expected, ["config_id", "query_id"]))
 
     def _machine_links(self) -> list[Link]:
