@@ -155,4 +155,3 @@ def test_a_clone_without_the_chunk_level_runs_audits_the_rest_and_says_what_it_t
     lines = result.stdout.splitlines()
     per_query = next(line for line in lines if "per_query.parquet" in line and " ok" in line.lower())
     assert "passage-level columns of" in per_query and "taken as recorded" in per_query, per_query
-
