@@ -259,6 +259,7 @@ def test_response_paths():
 
 
 @pytest.mark.slow
+@pytest.mark.heavy  # a real dvc repro of a small grid: over a minute here
 def test_the_external_stage_snapshots_a_live_endpoint_and_scores_it_beside_the_grid(tmp_path):
     """A small DVC project, BM25 only, and the live-search configuration of conf/external/live.yaml
     pointed at the BM25 service over the project's corpus: `dvc repro` takes the snapshot (dev
