@@ -130,12 +130,11 @@ def grade_every_pair_in_the_browser(url: str) -> int:
             page.wait_for_selector("body[data-ready]")
             while not page.is_visible("#done"):
                 pair = page.evaluate("document.body.dataset.pair")
+                assert pair not in graded, f"{pair!r} came back after it was graded: a key press landed on another pair"
                 query_id, doc_id = pair.split("\t")
                 page.keyboard.press(str(key[query_id].get(doc_id, 0)))
                 graded.add(pair)
-                page.wait_for_function(
-                    "p => document.body.dataset.pair !== p || !!document.querySelector('#done:not([hidden])')", arg=pair
-                )
+                page.wait_for_function(NEXT_PAIR_OR_DONE, arg=pair)
             page.click("#finish")
             page.wait_for_selector("body[data-finished]")
             status = page.inner_text("#status")
