@@ -20,7 +20,8 @@ from releval import io, paths
 from releval.config import load_params, section
 from releval.retrieval import store
 from releval.retrieval.chunking import titles_term
-from releval.retrieval.encoders import encode_figures, load_encoder, truncation_from_lengths
+from releval.retrieval.encoders import encode_figures, load_encoder
+from releval.retrieval.families import family_class
 from releval.retrieval.executors import Executor
 from releval.retrieval.models import ModelConfig, read_manifest
 from releval.retrieval.vectors import write_vectors
@@ -48,7 +49,7 @@ def main() -> None:
     cell_name = f"{args.model}/{args.chunking}"
     compute, desc = executor.compute(manifest, config, "document"), f"encode {cell_name}"
     assembled, module_protocol = store.encode_through_store(texts, cell, load, "document", desc, compute)
-    cut = truncation_from_lengths(config, assembled.lengths)
+    cut = family_class(config.family).cut(config, assembled.lengths)
     keys = store.text_keys(texts)
     ref = store.write_ref(args.store, cell, keys, cell_name, store.head_commit())
     loaded = load() if load.cache_info().currsize else None

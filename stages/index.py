@@ -9,6 +9,8 @@ import json
 import time
 from pathlib import Path
 
+import numpy as np
+
 from releval import io, paths
 from releval.config import load_params, section
 from releval.retrieval.dense import IndexConfig, build_index
@@ -26,10 +28,10 @@ def main() -> None:
     config = IndexConfig.from_params(section(load_params(), "retriever.index"))
     emb_dir = Path(args.emb_root) / args.model / args.chunking
     encoded = json.loads((emb_dir / "encode.json").read_text(encoding="utf-8"))
-    vectors = read_vectors(emb_dir, encoded["family"])
+    vectors = read_vectors(emb_dir)
     out = Path(args.out_root) / args.model / args.chunking
     stats = {"model": args.model, "chunking": args.chunking, "vectors": int(vectors.shape[0]), **vars(config)}
-    if encoded["family"] == "sparse":
+    if not isinstance(vectors, np.ndarray):  # sparse: the inverted index is built where it is searched
         stats.update({"searched_exactly": True, "index_bytes": encoded["index_bytes"], "build_s": 0.0})
     elif config.is_exact(len(vectors)):  # searched by brute force: the vectors are the index
         stats.update({"searched_exactly": True, "index_bytes": int(vectors.nbytes), "build_s": 0.0})

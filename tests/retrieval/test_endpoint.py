@@ -26,7 +26,8 @@ from releval.inputs.corpus import read_corpus
 from releval.measurement import operations
 from releval.measurement.metrics import evaluate
 from releval.retrieval import endpoint, store
-from releval.retrieval.encoders import load_encoder, query_cost_figures
+from releval.retrieval.encoders import load_encoder
+from releval.retrieval.families.endpoint import EndpointFamily
 from releval.retrieval.models import MANIFEST, ModelConfig
 from releval.retrieval.runs import collapse_to_documents
 
@@ -271,9 +272,9 @@ def test_cost_shows_in_ops_md_beside_latency_only_where_a_price_is_declared(serv
     assert "cost" not in operations.ops_markdown(document).lower()
     assert operations.machine_figures({"index_cost": 1.0, "dimension": 3}) == {"index_cost": 1.0}
     priced = ModelConfig.from_params("ep", {**endpoint_params(server), "price_per_million_tokens": 0.5})
-    assert query_cost_figures(priced, np.array([10, 30])) == {"query_cost_per_1k": 0.01}  # 20,000 tokens
+    assert EndpointFamily.query_cost_figures(priced, np.array([10, 30])) == {"query_cost_per_1k": 0.01}  # 20,000 tokens
     unpriced = ModelConfig.from_params("ep", {**endpoint_params(server), "price_per_million_tokens": None})
-    assert query_cost_figures(unpriced, np.array([10, 30])) == {}
+    assert EndpointFamily.query_cost_figures(unpriced, np.array([10, 30])) == {}
     assert operations.cost_figures({"index_cost": 1.0, "latency_ms_p50": 3}) == {"index_cost": 1.0}
 
 

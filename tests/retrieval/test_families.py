@@ -1,5 +1,12 @@
 """Retriever families as config: what each family requires, fused ids of any runs, one scoring rule."""
 
+import ast
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 import scipy.sparse
@@ -8,13 +15,15 @@ from releval.errors import InputError
 from releval.retrieval import runs
 from releval.retrieval.encoders import pair_scores
 from releval.retrieval.fusion import FusionConfig, member_weights
+from releval.retrieval.families import FAMILIES, Family, family_class
 from releval.retrieval.models import ModelConfig
+from support import ROOT
 
 
 @pytest.mark.parametrize(
     "fields, field, message",
     [
-        ({"family": "colbert"}, "family", "expected one of dense, sparse, static"),
+        ({"family": "colbert"}, "family", "expected one of dense, endpoint, sparse, static"),
         ({"family": "static"}, "family", "the static family loads wordllama:<config> sources"),
         ({"source": "wordllama:l2_supercat"}, "family", "the static family loads wordllama:<config> sources"),
         ({"family": "static", "source": "wordllama:l2_supercat"}, "dimension", "needs its dimension"),
@@ -76,3 +85,71 @@ def test_pair_scores_are_the_same_dot_products_for_dense_and_sparse_vectors():
     sparse = pair_scores(scipy.sparse.csr_matrix(queries), scipy.sparse.csr_matrix(chunks), rows_q, rows_c)
     np.testing.assert_allclose(dense, expected, rtol=1e-6)
     np.testing.assert_allclose(sparse, expected, rtol=1e-12)
+
+
+def test_each_family_is_one_class_in_one_module_named_as_configs_name_it():
+    assert set(FAMILIES) == {"dense", "sparse", "static", "endpoint"}
+    for name in FAMILIES:
+        family = family_class(name)
+        assert issubclass(family, Family) and family.name == name
+        assert family.__module__ == f"releval.retrieval.families.{name}"
+    assert family_class("sparse").sparse and not family_class("dense").sparse
+    with pytest.raises(InputError, match="expected one of dense, endpoint, sparse, static"):
+        family_class("colbert")
+
+
+def _family_comparisons(path: Path) -> list[str]:
+    """``x.family == "static"``-style tests of a family's name against a string, with their lines."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not isinstance(node, ast.Compare):
+            continue
+        names = [
+            n.attr if isinstance(n, ast.Attribute) else getattr(n, "id", None) for n in [node.left, *node.comparators]
+        ]
+        literals = [
+            n for n in [node.left, *node.comparators] if isinstance(n, ast.Constant) and isinstance(n.value, str)
+        ]
+        literal_sets = [n for n in node.comparators if isinstance(n, (ast.Tuple, ast.Set, ast.List))]
+        if "family" in names and (literals or literal_sets):
+            found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    return found
+
+
+def test_no_module_outside_the_families_asks_which_family_a_model_is():
+    package = ROOT / "stages" / "releval"
+    found = [
+        hit
+        for path in sorted(package.rglob("*.py"))
+        if "families" not in path.relative_to(package).parts
+        for hit in _family_comparisons(path)
+    ]
+    assert found == []
+
+
+def test_a_new_family_is_one_module_and_its_config(tmp_path):
+    stages = tmp_path / "stages"
+    shutil.copytree(ROOT / "stages", stages, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    (stages / "releval" / "retrieval" / "families" / "multivector.py").write_text(
+        '"""A made-up family: what a new one adds."""\n\n'
+        "from releval.retrieval.families import Family\n\n\n"
+        "class MultiVectorFamily(Family):\n"
+        '    name = "multivector"\n\n\n'
+        "FAMILY = MultiVectorFamily\n"
+    )
+    script = (
+        "from releval.retrieval.models import ModelConfig\n"
+        "from releval.retrieval import store\n"
+        "config = ModelConfig.from_params('mv', {'source': 'package:x', 'family': 'multivector'})\n"
+        "terms = store.namespace_terms({'weights_sha256': 'w', 'revision': 'r'}, config, 'document')\n"
+        "print(config.protocol()['family'], terms['family'], 'kernels' in terms)\n"
+    )
+    ran = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=stages,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(stages)},
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.split() == ["multivector", "multivector", "True"]

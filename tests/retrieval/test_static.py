@@ -13,6 +13,7 @@ import pytest
 
 from releval.errors import InputError
 from releval.retrieval import static
+from releval.retrieval.families.static import StaticFamily
 from releval.retrieval.models import ModelConfig
 
 CONFIG, DIM = "l2_supercat", 256
@@ -140,7 +141,7 @@ def test_token_lengths_are_wordllamas_and_untruncated(model):
     assert lengths[2] == 0 and lengths[-1] > 512
     prompted = static.static_token_lengths(model, ["heat flow"], "search: ")
     assert prompted[0] == len(tokenizer.encode("search: heat flow", add_special_tokens=False).ids)
-    cut = static.static_truncation(model, TEXTS, config(), "document")
+    cut = StaticFamily(config(), {}, model).truncation(TEXTS)
     assert cut.truncated == 0 and cut.lost_tokens == 0 and cut.seen_tokens == int(lengths.sum())
 
 

@@ -216,7 +216,7 @@ def test_the_encode_protocol_names_the_titles_term_and_vectors_are_reused_only_u
     for titles in ("prepend", "ignore"):
         stats = {"weights_sha256": "w", "protocol": config.chunk_protocol(titles), "chunks": 1}
         (tmp_path / "encode.json").write_text(json.dumps(stats), encoding="utf-8")
-        reused = reusable_embeddings(tmp_path, protocol, manifest, chunks, "dense")
+        reused = reusable_embeddings(tmp_path, protocol, manifest, chunks)
         assert (reused is not None) == (titles == "prepend")
 
 

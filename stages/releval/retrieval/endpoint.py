@@ -30,7 +30,6 @@ killed or stopped by rate limits resumes with the texts still missing, none sent
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hashlib
 import http.client
@@ -41,20 +40,22 @@ import time
 import urllib.error
 import urllib.request
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from releval.config import build
 from releval.errors import InputError
-from releval.retrieval.models import REMOTE, ModelConfig, Truncation, resolve_folder
+from releval.retrieval.models import ModelConfig, resolve_folder
 
 PROBE_TEXT = "releval probe: a fixed sentence whose vector identifies the model an endpoint serves."
 # The probe's vector is hashed rounded to this many decimals: a server's last-bit noise (another GPU,
 # another batch shape) is no model change; another model moves every component by far more.
 PROBE_DECIMALS = 3
 RETRIED_STATUS = (429, 500, 502, 503, 504)
+
+REMOTE = "remote: reproducible only while the endpoint serves the same model (the probe hash catches a change)"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -260,114 +261,7 @@ def apportion(total: int, weights: Sequence[int]) -> np.ndarray:
     return shares
 
 
-@dataclasses.dataclass
-class EndpointEncoder:
-    """A loaded endpoint model: the family's implementation of :class:`releval.retrieval.encoders.Family`."""
-
-    config: ModelConfig
-    manifest: dict[str, Any]
-    client: EndpointClient
-    tokenizer: Any = None
-    family: str = "endpoint"
-    prompt_tokens: int = 0  # tokens the endpoint billed (usage, else counted) for texts sent by this encoder
-    texts_sent: int = 0
-
-    @classmethod
-    def load(cls, manifest: dict[str, Any], config: ModelConfig, sleep=time.sleep) -> "EndpointEncoder":
-        """Connect and embed the probe; refuse when the endpoint no longer serves the recorded model."""
-        client = EndpointClient(config, sleep=sleep)
-        settings = client.settings
-        tokenizer = _load_tokenizer(settings.tokenizer) if settings.tokenizer else None
-        now, recorded = probe_terms(config, client), manifest.get("endpoint") or {}
-        changed = [key for key in now if now[key] != recorded.get(key)]
-        if changed:
-            raise InputError(
-                f"the endpoint no longer serves the model its stored vectors came from ({', '.join(changed)}: "
-                f"{recorded.get(changed[0])!r} recorded, {now[changed[0]]!r} now); "
-                "rerun the `model` stage to record the new one",
-                file="params.yaml",
-                field=f"models.{config.name}.endpoint",
-            )
-        return cls(config, manifest, client, tokenizer)
-
-    def prompt(self, role: str) -> str:
-        return self.config.query_prompt if role == "query" else self.config.document_prompt
-
-    @contextlib.contextmanager
-    def device_pool(self) -> Iterator["EndpointEncoder"]:
-        yield self  # the server decides where it computes
-
-    def token_lengths(self, texts: Sequence[str], role: str) -> np.ndarray:
-        """Each text's token count under the declared tokenizer (prompt and special tokens included);
-        without one, a rough count of characters / 4."""
-        prompt = self.prompt(role)
-        if self.tokenizer is None:
-            return np.asarray([max(1, len(prompt + t) // 4) for t in texts], dtype=np.int64)
-        ids = self.tokenizer([prompt + t for t in texts], add_special_tokens=True, truncation=False, verbose=False)
-        return np.asarray([len(x) for x in ids["input_ids"]], dtype=np.int64)
-
-    def seen_lengths(self, texts: Sequence[str], role: str) -> tuple[np.ndarray, np.ndarray]:
-        lengths = self.token_lengths(texts, role)
-        return lengths, np.minimum(lengths, self.config.max_seq_length)
-
-    def truncation(self, texts: Sequence[str], role: str = "document") -> Truncation:
-        return Truncation(self.token_lengths(texts, role), self.config.max_seq_length)
-
-    def encode(self, texts: Sequence[str], role: str) -> np.ndarray:
-        """Vectors of ``texts`` (float32, L2-normalised when the config says so), batch by batch."""
-        if not texts:
-            return np.empty((0, self.manifest["endpoint"]["dimensions"]), dtype=np.float32)
-        return np.concatenate([vectors for _, vectors, _ in self.batches(texts, role)])
-
-    def batches(self, texts: Sequence[str], role: str) -> Iterator[tuple[slice, np.ndarray, np.ndarray]]:
-        """(rows, vectors, billed tokens per text) of each answered batch of ``batch_size`` texts."""
-        prompt = self.prompt(role)
-        for start in range(0, len(texts), self.config.batch_size):
-            rows = slice(start, min(start + self.config.batch_size, len(texts)))
-            batch = [prompt + t for t in texts[rows]]
-            counted = self.token_lengths(texts[rows], role)
-            answer = self.client.embed(batch, int(counted.sum()))
-            if answer.prompt_tokens is None and self.tokenizer is None and self.config.price_per_million_tokens:
-                raise InputError(
-                    "the endpoint reports no usage.prompt_tokens: declare endpoint.tokenizer to count the tokens "
-                    "that price_per_million_tokens is charged on",
-                    file="params.yaml",
-                    field=f"models.{self.config.name}.endpoint.tokenizer",
-                )
-            billed = counted if answer.prompt_tokens is None else apportion(answer.prompt_tokens, counted)
-            vectors = answer.vectors
-            if self.config.normalize:
-                norms = np.linalg.norm(vectors.astype(np.float64), axis=1, keepdims=True)
-                vectors = (vectors / np.where(norms > 0, norms, 1.0)).astype(np.float32)
-            self.prompt_tokens += int(billed.sum())
-            self.texts_sent += len(batch)
-            yield rows, np.ascontiguousarray(vectors, dtype=np.float32), billed
-
-    def encode_to_store(self, store, keys: np.ndarray, texts: Sequence[str], role: str, on_encoded) -> np.ndarray:
-        """Encode ``texts`` (whose sha256 ``keys`` the store lacks), each answered batch added to
-        ``store`` as a shard at once; returns each text's billed tokens, the shards' ``lengths``."""
-        lengths = np.zeros(len(texts), dtype=np.int64)
-        for rows, vectors, billed in self.batches(texts, role):
-            store.add(keys[rows], vectors, billed, self.module_protocol())
-            lengths[rows] = billed
-            on_encoded(len(vectors))
-        return lengths
-
-    def module_protocol(self) -> dict[str, Any]:
-        """What identifies the served model (the manifest's probe terms) and that it is remote."""
-        return {**self.manifest["endpoint"], "remote": REMOTE}
-
-    def figures(self) -> dict[str, Any]:
-        """What this encoder sent: requests (retries included), why some were sent again, texts, tokens."""
-        return {
-            "requests": self.client.requests,
-            "retried": dict(sorted(self.client.retried.items())),
-            "texts_sent": self.texts_sent,
-            "tokens_sent": self.prompt_tokens,
-        }
-
-
-def _load_tokenizer(source: str):
+def load_tokenizer(source: str):
     from transformers import AutoTokenizer
 
     return AutoTokenizer.from_pretrained(str(resolve_folder(source)), local_files_only=True)
@@ -378,19 +272,3 @@ def cost(config: ModelConfig, tokens: float) -> float | None:
     if config.price_per_million_tokens is None:
         return None
     return round(tokens * float(config.price_per_million_tokens) / 1e6, 6)
-
-
-def encode_figures(config: ModelConfig, distinct_lengths: np.ndarray, encoder: EndpointEncoder | None) -> dict:
-    """An encode cell's endpoint figures: the tokens of its distinct texts (what indexing the corpus
-    is billed for, whichever run sent them), what this run sent (none when the store had every
-    vector), and both in money where the config declares a price (absent, not 0, where it does not)."""
-    index_tokens = int(np.asarray(distinct_lengths, dtype=np.int64).sum())
-    sent = (
-        encoder.figures() if encoder is not None else {"requests": 0, "retried": {}, "texts_sent": 0, "tokens_sent": 0}
-    )
-    figures: dict[str, Any] = {"index_tokens": index_tokens, "endpoint": sent}
-    if config.price_per_million_tokens is not None:
-        figures["price_per_million_tokens"] = float(config.price_per_million_tokens)
-        figures["index_cost"] = cost(config, index_tokens)
-        sent["cost"] = cost(config, sent["tokens_sent"])
-    return figures

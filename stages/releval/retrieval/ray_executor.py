@@ -32,6 +32,7 @@ import numpy as np
 from releval.config import build
 from releval.errors import InputError
 from releval.retrieval.encoders import load_encoder
+from releval.retrieval.families import family_class
 from releval.retrieval.models import ModelConfig
 
 INSTALL_HINT = "pip install 'releval[ray]'"
@@ -108,9 +109,10 @@ def import_ray():
 def placed_config(config: ModelConfig, settings: RaySettings) -> ModelConfig:
     """The config each actor loads: on its assigned GPU when it has one, else on the CPU."""
     if settings.gpus_per_actor > 0:
-        if config.family == "static":
+        if not family_class(config.family).accelerators:
             raise InputError(
-                f"{config.name} is a static model (numpy, CPU only); set gpus_per_actor: 0", field="gpus_per_actor"
+                f"{config.name} is a {config.family} model, which runs on no GPU here; set gpus_per_actor: 0",
+                field="gpus_per_actor",
             )
         return dataclasses.replace(config, devices=("cuda",))
     return dataclasses.replace(config, devices=("cpu",))

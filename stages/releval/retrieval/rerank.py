@@ -178,7 +178,7 @@ def _biencoder_pair_scores(
     """``query_id, chunk_id, score`` of each pair, and the seconds it took (the model is loaded)."""
     start = time.perf_counter()
     table = _texts(pairs, queries, chunks)
-    reusable = reusable_embeddings(emb_dir, protocol, manifest, chunks, config.family)
+    reusable = reusable_embeddings(emb_dir, protocol, manifest, chunks)
     if reusable is not None:  # the grid already encoded this chunking with this model and protocol
         chunk_ids, chunk_vectors = chunks["chunk_id"].to_list(), reusable
     else:
@@ -195,9 +195,7 @@ def _biencoder_pair_scores(
     return scored, time.perf_counter() - start
 
 
-def reusable_embeddings(
-    emb_dir: Path, protocol: Mapping[str, Any], manifest: Mapping[str, Any], chunks: pl.DataFrame, family: str
-):
+def reusable_embeddings(emb_dir: Path, protocol: Mapping[str, Any], manifest: Mapping[str, Any], chunks: pl.DataFrame):
     """The encode stage's vectors for these chunks, if they were made by the same weights and
     ``protocol`` (:meth:`ModelConfig.chunk_protocol`, the titles term included)."""
     stats_path = emb_dir / "encode.json"
@@ -210,7 +208,7 @@ def reusable_embeddings(
         or stats["chunks"] != chunks.height
     ):
         return None
-    return read_vectors(emb_dir, family)
+    return read_vectors(emb_dir)
 
 
 def crossencoder_scores(

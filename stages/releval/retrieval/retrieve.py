@@ -25,7 +25,8 @@ from releval import progress
 from releval.config import section
 from releval.retrieval import encoders, runs, store
 from releval.retrieval.dense import EXACT_BATCH, IndexConfig, model_run_meta, recall_against_exact
-from releval.retrieval.encoders import open_index, query_cost_figures, query_vector_figures, search_cell
+from releval.retrieval.encoders import open_index, query_vector_figures, search_cell
+from releval.retrieval.families import family_class
 from releval.retrieval.models import ModelConfig, read_manifest
 from releval.retrieval.vectors import read_vectors
 from releval.stage import warn
@@ -66,10 +67,11 @@ def retrieve_cell(cell: Cell, queries: pl.DataFrame, folders: CellFolders) -> tu
     """The run of ``cell`` for ``queries``, its run.json and a one-line summary. Records the
     queries' vectors (and encoding times) in the embedding store as it goes."""
     model, chunking, config, index_config = cell.model, cell.chunking, cell.config, cell.index_config
+    family = family_class(config.family)
     chunks = pl.read_parquet(folders.chunks, columns=["chunk_id", "doc_id"])
     encode_stats = json.loads((folders.embeddings / "encode.json").read_text())
     index_stats = json.loads((folders.index / "index.json").read_text())
-    vectors = read_vectors(folders.embeddings, config.family)
+    vectors = read_vectors(folders.embeddings)
     index = open_index(vectors, index_stats, folders.index, index_config)
     manifest = read_manifest(folders.model)
     encoder = functools.cache(lambda: encoders.load_encoder(manifest, config))  # loaded once, when first needed
@@ -123,7 +125,7 @@ def retrieve_cell(cell: Cell, queries: pl.DataFrame, folders: CellFolders) -> tu
         peak_rss_bytes=runs.peak_rss_bytes() + (0 if encoder.cache_info().currsize else model_peak_bytes),
         top_k=top_k,
         queries=queries.height,
-        query_figures=query_vector_figures(query_vectors) | query_cost_figures(config, assembled.lengths),
+        query_figures=query_vector_figures(query_vectors) | family.query_cost_figures(config, assembled.lengths),
     )
     summary = (
         f"retrieve {meta['config_id']}: {queries.height} queries, ANN recall@{recall_k} {ann_recall:.3f}, "

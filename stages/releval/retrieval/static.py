@@ -34,7 +34,7 @@ import numpy as np
 
 from releval.errors import InputError
 from releval.io import sha256_file
-from releval.retrieval.models import ModelConfig, Truncation
+from releval.retrieval.models import ModelConfig
 
 DISTRIBUTION = "wordllama"
 TENSOR_KEY = "embedding.weight"
@@ -198,12 +198,6 @@ def static_token_lengths(model: StaticModel, texts: Sequence[str], prompt: str) 
         encodings = model.inference.tokenize(_prompted(texts[start : start + TOKEN_BATCH], prompt))
         lengths[start : start + len(encodings)] = [sum(e.attention_mask) for e in encodings]
     return lengths
-
-
-def static_truncation(model: StaticModel, texts: Sequence[str], config: ModelConfig, role: str) -> Truncation:
-    """WordLlama never truncates: every input keeps all its tokens, whatever max_seq_length says."""
-    prompt = config.query_prompt if role == "query" else config.document_prompt
-    return Truncation(static_token_lengths(model, texts, prompt), NO_TRUNCATION)
 
 
 def static_protocol(model: StaticModel) -> dict[str, Any]:

@@ -54,8 +54,10 @@ from typing import Any
 
 import numpy as np
 
-from releval import KERNELS, io
+from releval import io
 from releval.errors import InputError
+from releval.retrieval.batching import BatchPlan, batch_plan
+from releval.retrieval.families import family_class
 
 FORMAT = 1
 KEYS_FILE = "keys.npy"
@@ -64,8 +66,6 @@ NAMESPACE_FILE = "namespace.json"
 SHARDS = "shards"
 REFS = "refs"
 KEY_BYTES = 32
-# On CPUs, batches of texts shorter than this many tokens are filled to a fixed row count.
-FILL_BELOW_CPU = 64
 # Rows copied from a shard into a cell's matrix per step (bounds the temporary copy of a shard's rows).
 GATHER_BLOCK = 65_536
 
@@ -79,19 +79,8 @@ def text_keys(texts: Sequence[str]) -> np.ndarray:
 
 
 def namespace_terms(manifest: dict[str, Any], config, role: str) -> dict[str, Any]:
-    """Everything besides the text that decides a vector (``config``: a ModelConfig)."""
-    if config.family == "endpoint":  # no weights: the served model's identity the `model` stage probed
-        return {
-            "format": FORMAT,
-            "model": config.name,
-            "weights_sha256": manifest["weights_sha256"],
-            "revision": manifest.get("revision"),
-            "role": role,
-            "prompt": config.query_prompt if role == "query" else config.document_prompt,
-            **manifest["endpoint"],  # endpoint, served model id, dimensions, normalisation, probe hash
-            "family": "endpoint",
-            "max_seq_length": config.max_seq_length,
-        }
+    """Everything besides the text that decides a vector (``config``: a ModelConfig): the weights, the
+    role's prompt, and what the family says decides it (:meth:`Family.namespace_terms`)."""
     return {
         "format": FORMAT,
         "model": config.name,
@@ -99,12 +88,7 @@ def namespace_terms(manifest: dict[str, Any], config, role: str) -> dict[str, An
         "revision": manifest.get("revision"),
         "role": role,
         "prompt": config.query_prompt if role == "query" else config.document_prompt,
-        **{k: v for k, v in config.protocol().items() if k not in ("query_prompt", "document_prompt")},
-        "device_type": str(config.devices[0]).split(":")[0],
-        "batching": batch_plan(config).describe(),
-        # torch's kernels (releval.KERNELS): vectors stored before they were pinned, or under
-        # RELEVAL_KERNELS=native, are this machine's own
-        **({} if config.family == "static" else {"kernels": dict(KERNELS) or "native"}),
+        **family_class(config.family).namespace_terms(manifest, config),
     }
 
 
@@ -182,7 +166,7 @@ class EmbeddingStore:
         for number in np.unique(places[:, 0]):  # one shard in memory at a time
             rows = np.flatnonzero(places[:, 0] == number)
             shard = shards[number]
-            vectors = read_vectors(shard, self.family)
+            vectors = read_vectors(shard)
             for start in range(0, len(rows), GATHER_BLOCK):
                 block = rows[start : start + GATHER_BLOCK]
                 cell.put(block, vectors[places[block, 1]])
@@ -196,29 +180,29 @@ class RowAssembler:
     (one copy of the matrix: at 10^6 chunks it is a gigabyte); sparse blocks are stacked at the end."""
 
     def __init__(self, n: int, family: str):
-        self.n, self.family = n, family
+        self.n, self.sparse = n, family_class(family).sparse
         self.dense: np.ndarray | None = None
-        self.sparse: list[tuple[np.ndarray, Any]] = []
+        self.blocks: list[tuple[np.ndarray, Any]] = []
 
     def put(self, rows: np.ndarray, block) -> None:
-        if self.family == "sparse":
-            self.sparse.append((rows, block))
+        if self.sparse:
+            self.blocks.append((rows, block))
             return
         if self.dense is None:
             self.dense = np.empty((self.n, block.shape[1]), dtype=np.float32)
         self.dense[rows] = block
 
     def matrix(self):
-        if self.family != "sparse":
+        if not self.sparse:
             return self.dense if self.dense is not None else np.empty((self.n, 0), dtype=np.float32)
         import scipy.sparse as sp
 
         from releval.retrieval.sparse import as_canonical
 
-        if not self.sparse:
+        if not self.blocks:
             raise InputError("nothing to assemble: the cell has no texts")
-        order = np.concatenate([rows for rows, _ in self.sparse])
-        stacked = sp.vstack([block for _, block in self.sparse], format="csr")
+        order = np.concatenate([rows for rows, _ in self.blocks])
+        stacked = sp.vstack([block for _, block in self.blocks], format="csr")
         inverse = np.empty(self.n, dtype=np.int64)
         inverse[order] = np.arange(self.n)
         return as_canonical(stacked[inverse])
@@ -230,33 +214,6 @@ def exact_length_batches(lengths: np.ndarray, keys: np.ndarray) -> list[np.ndarr
     sorted_lengths = lengths[order]
     cuts = np.flatnonzero(np.diff(sorted_lengths)) + 1
     return [group for group in np.split(order, cuts) if len(group)]
-
-
-@dataclasses.dataclass(frozen=True)
-class BatchPlan:
-    """How many texts of one token length share a forward pass.
-
-    Groups of ``rows`` texts; a group's last batch is filled up to ``rows`` with repeats of its own
-    texts (extra vectors dropped) when the length is under ``fill_below``. Long texts are not
-    filled: with at least ``fill_below`` rows per text in every matrix product, the kernels treat
-    each row alike whatever the row count (measured, see the module docstring), and filling would
-    cost up to ``rows - 1`` wasted texts per distinct length.
-    """
-
-    rows: int
-    fill_below: int
-
-    def describe(self) -> str:
-        return f"exact-length, {self.rows} rows, filled below {self.fill_below} tokens"
-
-
-def batch_plan(config) -> BatchPlan:
-    """The model's batch size; on accelerators every batch is filled (cheap there, and their
-    kernels are chosen per shape), on CPUs only batches of texts shorter than :data:`FILL_BELOW_CPU`."""
-    device = str(config.devices[0]).split(":")[0]
-    if device == "cpu":
-        return BatchPlan(config.batch_size, FILL_BELOW_CPU)
-    return BatchPlan(config.batch_size, 2**31)
 
 
 def encode_exact_length(
@@ -371,7 +328,6 @@ def collect_garbage(root: str | Path, live: Callable[[dict[str, Any]], bool], dr
                 path.unlink()
     kept = dropped = freed = 0
     for folder in sorted(p for p in root.iterdir() if (p / NAMESPACE_FILE).is_file()) if root.is_dir() else []:
-        family = json.loads((folder / NAMESPACE_FILE).read_text(encoding="utf-8"))["terms"]["family"]
         keep_keys = wanted.get(folder.name, set())
         for shard in sorted((folder / SHARDS).iterdir()) if (folder / SHARDS).is_dir() else []:
             if not (shard / KEYS_FILE).is_file():
@@ -389,7 +345,7 @@ def collect_garbage(root: str | Path, live: Callable[[dict[str, Any]], bool], dr
                 shutil.rmtree(shard)
                 freed += before
                 continue
-            _rewrite_shard(shard, family, mask)
+            _rewrite_shard(shard, mask)
             freed += before - _folder_bytes(shard)
     return Collection(kept_refs, dropped_refs, kept, dropped, freed)
 
@@ -398,10 +354,10 @@ def _folder_bytes(folder: Path) -> int:
     return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
 
 
-def _rewrite_shard(shard: Path, family: str, mask: np.ndarray) -> None:
+def _rewrite_shard(shard: Path, mask: np.ndarray) -> None:
     from releval.retrieval.vectors import read_vectors, write_vectors
 
-    vectors = read_vectors(shard, family)[np.flatnonzero(mask)]
+    vectors = read_vectors(shard)[np.flatnonzero(mask)]
     lengths = io.read_npy(shard / LENGTHS_FILE)[mask]
     keys = io.read_npy(shard / KEYS_FILE)[mask]
     with io.atomic_path(shard, directory=True) as tmp:
@@ -465,7 +421,7 @@ def encode_through_store(
                 vectors, lengths = compute(encoder, missing_texts)
                 bar.update(len(missing_texts))
         seconds = time.perf_counter() - start
-        cap = None if encoder.family in ("static", "endpoint") else encoder.config.max_seq_length
+        cap = encoder.computed_tokens_cap(encoder.config)
         computed_tokens = int(np.minimum(lengths, cap).sum() if cap else lengths.sum())
         if vectors is not None:
             store.add(keys[missing], vectors, lengths, encoder.module_protocol())

@@ -26,9 +26,10 @@ def write_vectors(folder: str | Path, vectors) -> None:
         write_sparse(folder, vectors)
 
 
-def read_vectors(folder: str | Path, family: str):
-    if family == "sparse":
-        from releval.retrieval.sparse import read_sparse
+def read_vectors(folder: str | Path):
+    """A cell's vectors, of the kind :func:`write_vectors` wrote there: its files say which."""
+    if (Path(folder) / DENSE_FILE).is_file():
+        return io.read_npy(Path(folder) / DENSE_FILE)
+    from releval.retrieval.sparse import read_sparse
 
-        return read_sparse(folder)
-    return io.read_npy(Path(folder) / DENSE_FILE)
+    return read_sparse(folder)  # names the first file missing when there are no vectors at all
