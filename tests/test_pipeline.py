@@ -194,6 +194,7 @@ def test_bad_chunk_size_fails_clearly_and_keeps_earlier_outputs(default_project,
 # --------------------------------------------------------------------------- no noise
 
 
+@pytest.mark.heavy  # two models through every stage by a real dvc repro: the slowest of make test (about 2 min)
 def test_same_model_under_two_names_gives_the_same_numbers(tmp_path):
     """The pipeline adds no noise: one model run under two names scores the same on every query."""
     from releval.retrieval.runs import rank_by_score
