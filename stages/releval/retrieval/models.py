@@ -75,11 +75,11 @@ class ModelConfig:
             raise InputError(f"expected one of {', '.join(FAMILIES)}", file="params.yaml", field=f"{where}.family")
         family = family_class(self.family)
         owner = source_owner(self.source.partition(":")[0])
-        if owner is not None and owner is not family:  # a source kind that another family alone loads
-            raise InputError(owner.sources_rule, file="params.yaml", field=f"{where}.family")
-        if family.own_sources and (owner is not family or (self.endpoint is not None) != family.remote):
-            raise InputError(family.sources_rule, file="params.yaml", field=f"{where}.family")
-        if self.endpoint is not None and not family.remote:
+        if owner is not (family if family.own_sources else None):  # a family alone loads its own source kinds
+            raise InputError((owner or family).sources_rule, file="params.yaml", field=f"{where}.family")
+        if (self.endpoint is not None) != family.remote:
+            if family.remote:
+                raise InputError(family.sources_rule, file="params.yaml", field=f"{where}.family")
             raise InputError(
                 f"the {self.family} family takes no endpoint mapping", file="params.yaml", field=f"{where}.endpoint"
             )

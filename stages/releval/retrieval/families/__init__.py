@@ -41,7 +41,7 @@ def family_class(name: str) -> type["Family"]:
 
 def source_owner(kind: str) -> type["Family"] | None:
     """The family that alone loads sources of this kind (``wordllama``, ``endpoint``), if one does."""
-    return next((family_class(name) for name in FAMILIES if kind in family_class(name).own_sources), None)
+    return next((family for family in map(family_class, FAMILIES) if kind in family.own_sources), None)
 
 
 def check_kernels(config: ModelConfig) -> None:
