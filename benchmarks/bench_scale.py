@@ -381,7 +381,7 @@ def stage_figures(project: Path) -> dict:
             lambda d: {k: d.get(k) for k in ("searched_exactly", "build_s", "index_bytes")},
         ),
         "bm25": (work / "runs" / "bm25" / CHUNKING / "run.json", lambda d: d["ops"]),
-        "dense": (work / "runs" / "dense" / MODEL / CHUNKING / "run.json", lambda d: d["ops"]),
+        "dense": (work / "runs" / "model" / MODEL / CHUNKING / "run.json", lambda d: d["ops"]),
     }
     for name, (path, pick) in readers.items():
         if path.exists():

@@ -26,7 +26,7 @@ def main() -> None:
     parser.add_argument("--models-dir", default=paths.MODELS)
     parser.add_argument("--emb-root", default=paths.EMBEDDINGS)
     parser.add_argument("--index-root", default=paths.INDEXES)
-    parser.add_argument("--out-root", default=paths.DENSE_RUNS)
+    parser.add_argument("--out-root", default=paths.MODEL_RUNS)
     parser.add_argument("--store", default=paths.EMBEDDING_STORE, help="the embedding store (see releval store)")
     holdout.add_split_argument(parser)
     args = parser.parse_args()

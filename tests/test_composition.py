@@ -91,7 +91,9 @@ def test_a_dataset_brings_its_judgments_and_a_group_can_be_added(project):
         ("grid.fusions=[rff]", "unknown fusion 'rff'; did you mean 'rrf'?"),
         ("grid.baseline=minilm/c999", "unknown configuration 'minilm/c999'"),
         ("grid.reranked.minilm-c256-e5.reranker=e6", "unknown reranker 'e6'; did you mean 'e5'?"),
-        ("grid.reranked.minilm-c256-e5.run=dense/minlm/c256", "unknown first-stage run 'minlm/c256'"),
+        ("grid.reranked.minilm-c256-e5.run=model/minlm/c256", "unknown first-stage run 'minlm/c256'"),
+        # the folder every model family's runs share was named dense/ before; the old path says what to write
+        ("grid.reranked.minilm-c256-e5.run=dense/minilm/c256", "runs of models are under model/ now; write 'model/minilm/c256'"),
         ("datasett=x", "unknown key under the top level 'datasett'; did you mean 'dataset'?"),
         ("grid.chunkingz=[c256]", "unknown key under grid 'chunkingz'; did you mean 'chunkings'?"),
     ],
@@ -168,7 +170,7 @@ def test_shrinking_the_grid_takes_the_entries_built_on_what_left(project, monkey
     assert cli_main(["params", "grid.models=[minilm]", "grid.chunkings=[c256]"]) == 0
     out = capsys.readouterr().out
     assert out.startswith(
-        "dropped grid.fused.splade_minilm: it is built on dense/splade/c256, which the grid no longer makes "
+        "dropped grid.fused.splade_minilm: it is built on model/splade/c256, which the grid no longer makes "
         "(recorded as '~fused@grid.fused.splade_minilm'"
     )
     grid = composed(project)["grid"]

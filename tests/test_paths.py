@@ -150,4 +150,4 @@ def test_not_in_dvc_yaml_names_real_flags() -> None:
 def test_rebase_moves_a_default_path_under_another_folder() -> None:
     assert paths.rebase(paths.METRICS, paths.REPORTS, "out/r") == Path("out/r/metrics.json")
     assert paths.rebase(paths.PLOTS, paths.REPORTS, paths.REPORTS) == Path(paths.PLOTS)
-    assert paths.rebase(paths.DENSE_RUNS, paths.RUNS, "elsewhere") / "m" == Path("elsewhere/dense/m")
+    assert paths.rebase(paths.MODEL_RUNS, paths.RUNS, "elsewhere") / "m" == Path("elsewhere/model/m")

@@ -231,7 +231,7 @@ def test_same_model_under_two_names_gives_the_same_numbers(tmp_path):
     # The same chunks with the same scores. (Not the same bytes: chunks of exactly equal score may come
     # out of the HNSW index in either order, and its build is not byte-reproducible.)
     one, two = (
-        rank_by_score(pl.read_parquet(work / "runs" / "dense" / m / "c256" / "run.parquet"))
+        rank_by_score(pl.read_parquet(work / "runs" / "model" / m / "c256" / "run.parquet"))
         for m in ("minilm", "minilm_b")
     )
     assert one.equals(two)

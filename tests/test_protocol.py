@@ -216,7 +216,7 @@ def test_query_vectors_equal_bare_encode(project, declared, bare, name, monkeypa
 
 @pytest.mark.parametrize("name", RETRIEVED)
 def test_run_scores_are_prompted_query_vectors_against_stored_documents(project, declared, bare, name):
-    run_dir = project / "data" / "work" / "runs" / "dense" / name / CHUNKING
+    run_dir = project / "data" / "work" / "runs" / "model" / name / CHUNKING
     scored = pl.read_parquet(run_dir / "run.parquet")
     queries = pl.read_parquet(project / "data" / "work" / "queries.parquet")
     queries = queries.filter(pl.col("query_id").is_in(scored["query_id"].unique().to_list()))

@@ -79,7 +79,7 @@ def read_run(path: str | os.PathLike, format: str | None = None) -> pl.DataFrame
     """A run at document level: ``query_id, doc_id, score``.
 
     ``path``: a TREC run file, JSONL (``query_id, doc_id, score`` per line), parquet, or a releval
-    run folder (``run.json`` + ``run.parquet``, e.g. ``data/work/runs/dense/minilm/c256``), whose
+    run folder (``run.json`` + ``run.parquet``, e.g. ``data/work/runs/model/minilm/c256``), whose
     chunks are collapsed to documents as the score stage does. ``format``: ``trec``, ``jsonl`` or
     ``parquet`` (default: from the extension). Bad input is an InputError naming file and line.
     """

@@ -275,7 +275,7 @@ def _left_grid(run: str, params: Mapping[str, Any], dropped_fused: set[str]) -> 
         return name in (params.get(defined) or {}) and name not in (grid.get(chosen) or [])
 
     parts = run.strip("/").split("/")
-    if parts[0] == "dense" and len(parts) == 3:
+    if parts[0] == "model" and len(parts) == 3:
         return gone(parts[1], "models", "models") or gone(parts[2], "chunkings", "chunkings")
     if parts[0] == "bm25" and len(parts) == 2:
         return gone(parts[1], "chunkings", "chunkings")

@@ -1406,7 +1406,7 @@ OPS = {
 def fusion_stage(tmp_path, monkeypatch, capsys, cfg: dict) -> tuple[int, str]:
     monkeypatch.chdir(tmp_path)
     run = pl.DataFrame({"query_id": ["q"], "chunk_id": ["d#0-1"], "doc_id": ["d"], "score": [1.0], "rank": [1]})
-    run_tables.write_run("runs/dense/m/c", run, {"config_id": "m/c", "ops": OPS, "models": {}, "queries": 1})
+    run_tables.write_run("runs/model/m/c", run, {"config_id": "m/c", "ops": OPS, "models": {}, "queries": 1})
     run_tables.write_run("runs/bm25/c", run, {"config_id": "bm25/c", "ops": OPS})
     write_params(tmp_path, {"fusions": {"f": cfg}})
     return run_stage(

@@ -148,7 +148,7 @@ def test_build_every_run_of_a_small_grid(shell):
     assert "dropped grid.fused.splade_minilm" in ran.output and "dropped grid.reranked.minilm-c256-e5" in ran.output
     grid = params(shell)["grid"]
     assert (grid["models"], grid["chunkings"], grid["baseline"]) == (["wordllama"], ["c256"], "bm25/c256")
-    for run in ("dense/wordllama/c256", "bm25/c256", "fused/rrf/wordllama/c256"):
+    for run in ("model/wordllama/c256", "bm25/c256", "fused/rrf/wordllama/c256"):
         assert (shell.cwd / "data" / "work" / "runs" / run / "run.parquet").is_file(), run
 
 

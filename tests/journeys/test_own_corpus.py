@@ -108,7 +108,7 @@ def test_shrink_the_grid_and_build_every_run(shell):
     assert "wrote params.yaml" in ran.output and "ok: dataset mydocs" in ran.output
     grid = yaml.safe_load((shell.cwd / "params.yaml").read_text())["grid"]
     assert (grid["models"], grid["chunkings"], grid["fused"], grid["reranked"]) == (["minilm"], ["c256"], {}, {})
-    for run in ("dense/minilm/c256", "bm25/c256", "fused/rrf/minilm/c256"):
+    for run in ("model/minilm/c256", "bm25/c256", "fused/rrf/minilm/c256"):
         assert (shell.cwd / "data" / "work" / "runs" / run / "run.parquet").is_file(), run
 
 

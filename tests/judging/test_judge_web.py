@@ -110,7 +110,7 @@ def project(tmp_path, monkeypatch) -> Path:
     dense = [("q1", "sorting#0", 0.9), ("q1", "list#0", 0.8), ("q2", "io#0", 0.9), ("q2", "files#0", 0.8)]
     dense += [("q3", "getopt#0", 0.9), ("q3", "heapq#0", 0.8)]
     runs.write_run(work / "runs" / "bm25" / "c1", chunk_run(bm25), {"config_id": CONFIG_IDS[0]})
-    runs.write_run(work / "runs" / "dense" / "m1" / "c1", chunk_run(dense), {"config_id": CONFIG_IDS[1]})
+    runs.write_run(work / "runs" / "model" / "m1" / "c1", chunk_run(dense), {"config_id": CONFIG_IDS[1]})
     data = (json.dumps({"query_id": "q1", "doc_id": "list", "grade": 3, "annotator": "carol"}) + "\n").encode()
     set_dir = root / "data" / "judgments" / "v1"
     set_dir.mkdir(parents=True)

@@ -234,7 +234,7 @@ def small(tmp_path, monkeypatch) -> Path:
     # m1 ties b and a on q1 (b ranked first): scoring takes a. q3 is a holdout query in the run.
     dense = chunk_run([("q1", "b#0", 0.5), ("q1", "a#0", 0.5), ("q1", "d#0", 0.1), ("q3", "d#0", 0.9)])
     runs.write_run(root / "data" / "work" / "runs" / "bm25" / "c1", bm25, {"config_id": "bm25/c1"})
-    runs.write_run(root / "data" / "work" / "runs" / "dense" / "m1" / "c1", dense, {"config_id": "m1/c1"})
+    runs.write_run(root / "data" / "work" / "runs" / "model" / "m1" / "c1", dense, {"config_id": "m1/c1"})
     judged = [{"query_id": "q1", "doc_id": "a", "grade": 2, "annotator": "alice"}]
     data = "".join(json.dumps(r) + "\n" for r in judged).encode()
     set_dir = root / "data" / "judgments" / "v1"
@@ -312,7 +312,7 @@ def test_missing_refuses_what_it_does_not_take(small, capsys):
     assert cli(capsys, "--summary-if-below", 0.5)[0] == 2
     assert cli(capsys, "--missing", "--summary-if-below", 1.5)[0] == 2
     assert cli(capsys, "--missing", "--depth", 0)[0] == 2
-    shutil.rmtree(small / "data" / "work" / "runs" / "dense")
+    shutil.rmtree(small / "data" / "work" / "runs" / "model")
     code, _, err = cli(capsys, "--missing")
     assert code == 2 and "m1/c1" in err and "dvc repro" in err
 

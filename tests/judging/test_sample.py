@@ -27,7 +27,7 @@ from releval.retrieval import runs
 from support.projects import declare_dataset
 
 N_QUERIES, N_DOCS, DEPTH = 40, 120, 10
-CONFIGS = {"bm25/c256": ("bm25", "c256"), "good/c256": ("dense/good", "c256"), "poor/c256": ("dense/poor", "c256")}
+CONFIGS = {"bm25/c256": ("bm25", "c256"), "good/c256": ("model/good", "c256"), "poor/c256": ("model/poor", "c256")}
 SKILL = {"bm25/c256": 1.0, "good/c256": 2.5, "poor/c256": 0.3}  # how strongly a run's scores follow the grades
 METRIC = {
     "metrics": ["ndcg@10", "map", "recall@20", "judged@10", "bpref"],

@@ -48,7 +48,7 @@ def archived(tmp_path: Path, store: ar.Archive, model: str, table: pl.DataFrame)
         "queries": len(QUERIES),
     }
     runs.write_run(folder, table, meta)
-    run_path = f"data/work/runs/dense/{model}/c1"
+    run_path = f"data/work/runs/model/{model}/c1"
     item = ar.RunFiles(run_path, (folder / "run.parquet").read_bytes(), (folder / "run.json").read_bytes(), None)
     store.add([item], PROVENANCE, dataset="tiny")
     return item.run_sha256

@@ -88,7 +88,7 @@ def test_every_configuration_gets_passage_level_figures_under_contract_terms(evi
     terms = metrics["contract"]["evidence"]
     assert terms["tau"] == 0.5 and terms["budgets"] == [512, 1024, 2048]
     per_query = pl.read_parquet(project / "reports" / "per_query.parquet")
-    run_table = pl.read_parquet(project / "data" / "work" / "runs" / "dense" / "wordllama" / "c256" / "run.parquet")
+    run_table = pl.read_parquet(project / "data" / "work" / "runs" / "model" / "wordllama" / "c256" / "run.parquet")
     dev = set(run_table["query_id"].to_list())
     by_hand = {q: recall_at(run_table.filter(pl.col("query_id") == q), s, 10) for q, s in spans.items() if q in dev}
     assert len(by_hand) >= 5 and 0 < sum(by_hand.values()) < len(by_hand)  # a question the metric can fail
@@ -114,7 +114,7 @@ def test_evidence_metrics_compare_paired_on_the_queries_with_spans(evidence_proj
     project, spans = evidence_project
     result = run(["releval", "compare", BASELINE, CANDIDATE, "--metric", "evidence_recall@1024tok"], project)
     assert "evidence_recall@1024tok" in result.stdout
-    scored = pl.read_parquet(project / "data" / "work" / "runs" / "dense" / "wordllama" / "c256" / "run.parquet")
+    scored = pl.read_parquet(project / "data" / "work" / "runs" / "model" / "wordllama" / "c256" / "run.parquet")
     dev_with_spans = len(set(spans) & set(scored["query_id"].to_list()))
     assert f"{dev_with_spans} queries compared of {dev_with_spans}" in result.stdout, result.stdout
     assert "condensed-list" not in result.stdout

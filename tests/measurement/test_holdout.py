@@ -278,14 +278,14 @@ def test_the_holdout_command_names_every_grid_configuration_and_runs_stages_in_o
         "models": ["m"],
         "chunkings": ["c1", "c2"],
         "fusions": ["rrf"],
-        "fused": {"mb": {"fusion": "rrf", "runs": ["bm25/c2", "dense/m/c2"]}},
+        "fused": {"mb": {"fusion": "rrf", "runs": ["bm25/c2", "model/m/c2"]}},
         "reranked": {"r": {"run": "fused/rrf/m/c1", "reranker": "e5"}},
     }
     assert grid_config_ids(grid) == sorted(
         ["bm25/c1", "bm25/c2", "m/c1", "m/c2", "rrf(m,bm25)/c1", "rrf(m,bm25)/c2", "rrf(m,bm25)/c1+rerank(e5)"]
         + ["rrf(bm25,m)/c2"]
     )
-    assert run_path_id("dense/m/c1") == "m/c1" and run_path_id("bm25/c2") == "bm25/c2"
+    assert run_path_id("model/m/c1") == "m/c1" and run_path_id("bm25/c2") == "bm25/c2"
     with pytest.raises(InputError, match="grid.reranked"):
         run_path_id("rerank/r")
     steps = stage_commands(grid, "holdout", Path("scratch"), Path("reports/holdout"))

@@ -90,9 +90,9 @@ PROVENANCE = ar.Provenance(commit="a" * 40, dirty=False, source="workspace", com
 def test_add_stores_files_by_content_hash_and_indexes_them(tmp_path):
     table = run_table([("q1", "d1#0-5", 0.9), ("q1", "d2#0-5", 0.5), ("q1", "d1#5-9", 0.4)])
     out = revisions.StageOut(
-        "retrieve@toy-c1", "data/work/runs/dense/toy/c1", "abc.dir", {"params.yaml": {"models.toy": {"batch_size": 8}}}
+        "retrieve@toy-c1", "data/work/runs/model/toy/c1", "abc.dir", {"params.yaml": {"models.toy": {"batch_size": 8}}}
     )
-    item = run_files(tmp_path, "data/work/runs/dense/toy/c1", table, dense_meta(), out)
+    item = run_files(tmp_path, "data/work/runs/model/toy/c1", table, dense_meta(), out)
     store = ar.Archive(tmp_path / "archive")
     report = store.add([item], PROVENANCE, dataset="tiny", archived_at="2026-02-03T00:00:00Z")
     assert report.added == [(item.run_sha256, "toy/c1")] and report.present == []
@@ -119,7 +119,7 @@ def test_add_stores_files_by_content_hash_and_indexes_them(tmp_path):
         "chunking": "c1",
         "models": ["toy"],
         "dataset": "tiny",
-        "run_path": "data/work/runs/dense/toy/c1",
+        "run_path": "data/work/runs/model/toy/c1",
         "rows": 3,
         "depth": None,
         "doc_rows": 2,
@@ -141,7 +141,7 @@ def test_add_stores_files_by_content_hash_and_indexes_them(tmp_path):
 
 
 def test_adding_again_is_a_no_op_and_nothing_is_rewritten(tmp_path):
-    first = run_files(tmp_path, "data/work/runs/dense/toy/c1", run_table([("q1", "d1#0-5", 0.9)]), dense_meta())
+    first = run_files(tmp_path, "data/work/runs/model/toy/c1", run_table([("q1", "d1#0-5", 0.9)]), dense_meta())
     store = ar.Archive(tmp_path / "archive")
     store.add([first], PROVENANCE, dataset="tiny", archived_at="2026-02-03T00:00:00Z")
     (part,) = store.index_parts()
@@ -151,7 +151,7 @@ def test_adding_again_is_a_no_op_and_nothing_is_rewritten(tmp_path):
     # The same run again, even with other provenance and a sidecar whose ops differ: the first record stays.
     again = run_files(
         tmp_path / "2",
-        "data/work/runs/dense/toy/c1",
+        "data/work/runs/model/toy/c1",
         run_table([("q1", "d1#0-5", 0.9)]),
         dense_meta(ops={"latency_ms_p50": 3.0}),
     )
@@ -185,8 +185,8 @@ def test_adding_again_is_a_no_op_and_nothing_is_rewritten(tmp_path):
 def test_one_run_table_under_two_configurations_is_stored_once(tmp_path):
     """The same model under two names gives byte-identical runs but two sidecars: two entries, one file."""
     table = run_table([("q1", "d1#0-5", 0.9), ("q1", "d2#0-5", 0.5)])
-    a = run_files(tmp_path / "a", "data/work/runs/dense/toy/c1", table, dense_meta("toy"))
-    b = run_files(tmp_path / "b", "data/work/runs/dense/toy_b/c1", table, dense_meta("toy_b"))
+    a = run_files(tmp_path / "a", "data/work/runs/model/toy/c1", table, dense_meta("toy"))
+    b = run_files(tmp_path / "b", "data/work/runs/model/toy_b/c1", table, dense_meta("toy_b"))
     assert a.run_sha256 == b.run_sha256
     store = ar.Archive(tmp_path / "archive")
     report = store.add([a, b, a], PROVENANCE, dataset="tiny")
@@ -197,7 +197,7 @@ def test_one_run_table_under_two_configurations_is_stored_once(tmp_path):
 
 
 def test_an_edited_archive_is_caught(tmp_path):
-    item = run_files(tmp_path, "data/work/runs/dense/toy/c1", run_table([("q1", "d1#0-5", 0.9)]), dense_meta())
+    item = run_files(tmp_path, "data/work/runs/model/toy/c1", run_table([("q1", "d1#0-5", 0.9)]), dense_meta())
     store = ar.Archive(tmp_path / "archive")
     store.add([item], PROVENANCE, dataset="tiny")
     docs_sha = store.index()["docs_sha256"][0]
@@ -261,7 +261,7 @@ def test_a_run_rescored_from_its_document_level_form_gives_the_same_numbers(tmp_
     store = ar.Archive(tmp_path / "archive")
     depth = ar.archive_depth(metrics)
     store.add(
-        [run_files(tmp_path, "data/work/runs/dense/toy/c1", chunk_run, dense_meta())],
+        [run_files(tmp_path, "data/work/runs/model/toy/c1", chunk_run, dense_meta())],
         PROVENANCE,
         dataset="tiny",
         depth=depth,
@@ -295,7 +295,7 @@ def test_depth_follows_the_metrics_and_keeps_ties_at_the_cut(tmp_path):
     # A run archived under shallower metrics is not scored under deeper ones: its history row says why.
     store = ar.Archive(tmp_path / "archive")
     store.add(
-        [run_files(tmp_path, "data/work/runs/dense/toy/c1", chunk_run, dense_meta())],
+        [run_files(tmp_path, "data/work/runs/model/toy/c1", chunk_run, dense_meta())],
         PROVENANCE,
         dataset="tiny",
         depth=3,
@@ -325,11 +325,11 @@ def test_archives_of_two_branches_merge_by_their_files(tmp_path):
         shutil.copytree(base.root, tmp_path / name)
         store = ar.Archive(tmp_path / name)
         mine = run_files(
-            tmp_path / name / "w", "data/work/runs/dense/toy/c1", run_table([("q1", "d1#0", score)]), dense_meta()
+            tmp_path / name / "w", "data/work/runs/model/toy/c1", run_table([("q1", "d1#0", score)]), dense_meta()
         )
         both = run_files(
             tmp_path / name / "x",
-            "data/work/runs/dense/toy/c2",
+            "data/work/runs/model/toy/c2",
             run_table([("q1", "d2#0", 0.5)]),
             dense_meta(chunking="c2"),
         )
@@ -347,7 +347,7 @@ def test_archives_of_two_branches_merge_by_their_files(tmp_path):
 def test_an_archive_of_the_earlier_layout_is_converted_entry_for_entry(tmp_path):
     root = tmp_path / "archive"
     items = [
-        run_files(tmp_path / "a", "data/work/runs/dense/toy/c1", random_chunk_run(3), dense_meta()),
+        run_files(tmp_path / "a", "data/work/runs/model/toy/c1", random_chunk_run(3), dense_meta()),
         run_files(
             tmp_path / "b",
             "data/work/runs/bm25/c1",
@@ -399,7 +399,7 @@ LOCK = {
         "retrieve@toy-c1": {
             "cmd": "python stages/retrieve.py",
             "params": {"params.yaml": {"retriever.dense": {"top_k": 5}}},
-            "outs": [{"path": "data/work/runs/dense/toy/c1", "md5": "d1.dir"}],
+            "outs": [{"path": "data/work/runs/model/toy/c1", "md5": "d1.dir"}],
         },
         "rerank@toy-c1-x": {
             "cmd": "python stages/rerank.py",
@@ -415,11 +415,11 @@ LOCK = {
 
 def test_lock_outputs_and_the_stage_that_made_a_run():
     outs = revisions.lock_outs(LOCK, "data/work/runs")
-    assert [o.path for o in outs] == ["data/work/runs/dense/toy/c1", "data/work/runs/rerank/toy-c1-x"]
-    held = ar.producing_out("data/work/runs/dense/toy/c1", outs)
+    assert [o.path for o in outs] == ["data/work/runs/model/toy/c1", "data/work/runs/rerank/toy-c1-x"]
+    held = ar.producing_out("data/work/runs/model/toy/c1", outs)
     assert held.stage == "retrieve@toy-c1" and held.params == {"params.yaml": {"retriever.dense": {"top_k": 5}}}
     assert ar.producing_out("data/work/runs/rerank/toy-c1-x", outs).md5 == "r1.dir"
-    assert ar.producing_out("data/work/runs/dense/old/c1", outs) is None
+    assert ar.producing_out("data/work/runs/model/old/c1", outs) is None
     assert ar.params_digest(None) is None
     assert ar.params_digest({"b": 1, "a": [1, 2]}) == ar.params_digest({"a": [1, 2], "b": 1})
 
@@ -454,13 +454,13 @@ def test_workspace_provenance_is_about_the_inputs(tmp_path):
 
 
 def test_workspace_runs_skip_folders_no_stage_made(tmp_path):
-    for rel, cid in (("dense/toy/c1", "toy/c1"), ("dense/old/c1", "old/c1")):
+    for rel, cid in (("model/toy/c1", "toy/c1"), ("model/old/c1", "old/c1")):
         runs.write_run(
             tmp_path / "data/work/runs" / rel, run_table([("q1", "d1#0-5", 1.0)]), dense_meta(**{"config_id": cid})
         )
     found, skipped = ar.workspace_runs(tmp_path, "data/work/runs", LOCK)
-    assert [f.run_path for f in found] == ["data/work/runs/dense/toy/c1"] and found[0].out.stage == "retrieve@toy-c1"
-    assert skipped == ["data/work/runs/dense/old/c1"]
+    assert [f.run_path for f in found] == ["data/work/runs/model/toy/c1"] and found[0].out.stage == "retrieve@toy-c1"
+    assert skipped == ["data/work/runs/model/old/c1"]
 
 
 def test_scored_queries_and_contract_match_the_score_stage():
@@ -494,7 +494,7 @@ def test_list_output(tmp_path):
     store = ar.Archive(tmp_path / "archive")
     assert ar.list_markdown(store.index()) == "the archive is empty\n"
     store.add(
-        [run_files(tmp_path, "data/work/runs/dense/toy/c1", run_table([("q1", "d1#0-5", 1.0)]), dense_meta())],
+        [run_files(tmp_path, "data/work/runs/model/toy/c1", run_table([("q1", "d1#0-5", 1.0)]), dense_meta())],
         PROVENANCE,
         dataset="tiny",
         archived_at="2026-02-03T00:00:00Z",
@@ -589,7 +589,7 @@ def tiny_project(tmp_path: Path, active: str = "v2") -> Path:
     store = ar.Archive(root / "data" / "archive")
     store.add(
         [
-            run_files(tmp_path, "data/work/runs/dense/toy/c1", run_table(RUN_A), dense_meta()),
+            run_files(tmp_path, "data/work/runs/model/toy/c1", run_table(RUN_A), dense_meta()),
             run_files(
                 tmp_path,
                 "data/work/runs/bm25/c1",

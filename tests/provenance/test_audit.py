@@ -46,7 +46,7 @@ def audit_cli(cwd, *args):
 def tiny_repo(root: Path) -> Path:
     """reports + data/work + dvc.lock as the pipeline lays them out, for one dense run."""
     work = root / "data" / "work"
-    run_dir = work / "runs" / "dense" / "m" / "c1"
+    run_dir = work / "runs" / "model" / "m" / "c1"
     qrels = pl.DataFrame({"query_id": ["1", "1", "2", "3"], "doc_id": ["a", "b", "c", "a"], "grade": [2, 1, 3, 1]})
     queries = pl.DataFrame({"query_id": ["1", "2", "3"], "text": ["x", "y", "z"]})
     chunk_run = pl.DataFrame(
@@ -119,7 +119,7 @@ def tiny_repo(root: Path) -> Path:
                 "m/c1": {
                     "models": {"m": {"revision": "r", "weights_sha256": "w", "protocol": {}}},
                     "inputs": [],
-                    "run_dir": "data/work/runs/dense/m/c1",
+                    "run_dir": "data/work/runs/model/m/c1",
                     "run_sha256": io.sha256_file(run_dir / "run.parquet"),
                 }
             }
@@ -146,7 +146,7 @@ def tiny_repo(root: Path) -> Path:
             "retrieve@m-c1": {
                 "cmd": "python stages/retrieve.py --model m --chunking c1",
                 "deps": [{"path": "data/work/queries.parquet", "md5": "2"}],
-                "outs": [{"path": "data/work/runs/dense/m/c1", "md5": "7.dir", "nfiles": 2}],
+                "outs": [{"path": "data/work/runs/model/m/c1", "md5": "7.dir", "nfiles": 2}],
             },
             "score": {
                 "cmd": "python stages/score.py",
@@ -182,7 +182,7 @@ def test_lineage_walks_dvc_lock_upstream_from_the_run(tmp_path):
     assert lineage.models["m"]["weights_sha256"] == "w"
     assert lineage.packages["polars"] == pl.__version__
     retrieve = next(s for s in lineage.stages if s.name == "retrieve@m-c1")
-    assert "data/work/runs/dense/m/c1/run.json" in retrieve.sidecars
+    assert "data/work/runs/model/m/c1/run.json" in retrieve.sidecars
     text = audit.render_lineage(lineage)
     for expected in (
         "m/c1 ndcg@10 =",
@@ -242,7 +242,7 @@ def test_slice_means_may_differ_in_the_last_bits_only():
 
 def test_a_changed_run_file_breaks_the_run_link(tmp_path):
     root = tiny_repo(tmp_path)
-    path = root / "data" / "work" / "runs" / "dense" / "m" / "c1" / "run.parquet"
+    path = root / "data" / "work" / "runs" / "model" / "m" / "c1" / "run.parquet"
     table = pl.read_parquet(path)
     table.with_columns(pl.col("score") * 1.0).sort("score").write_parquet(path)  # same rows, other bytes
     verification = audit.verify(root, audit.assemble(root, audit.MetricRef("m/c1", "ndcg@10")), status=CLEAN)
@@ -253,7 +253,7 @@ def test_operational_figures_are_checked_against_the_run_sidecar(tmp_path):
     root = tiny_repo(tmp_path)
     ref = audit.parse_ref(["configs.m/c1.ops.latency_ms_p95"])
     assert audit.verify(root, audit.assemble(root, ref), status=CLEAN).ok
-    sidecar = root / "data" / "work" / "runs" / "dense" / "m" / "c1" / "run.json"
+    sidecar = root / "data" / "work" / "runs" / "model" / "m" / "c1" / "run.json"
     meta = json.loads(sidecar.read_text())
     meta["ops"]["latency_ms_p95"] = 2.0
     sidecar.write_text(json.dumps(meta))
@@ -267,21 +267,21 @@ def test_dvc_status_entries_become_named_links(tmp_path):
     status = {
         "judgments": [{"changed deps": {"qrels.txt": "modified"}}],
         "queries": [{"changed outs": {"data/work/queries.parquet": "deleted"}}],
-        "retrieve@m-c1": [{"changed outs": {"data/work/runs/dense/m/c1": "modified"}}, "changed command"],
+        "retrieve@m-c1": [{"changed outs": {"data/work/runs/model/m/c1": "modified"}}, "changed command"],
         "other": [{"changed outs": {"data/work/other": "modified"}}],
         "score": [{"changed params": {"params.yaml": {"metric.gain": "modified"}}}],
     }
-    data = {"uncommitted": {"modified": ["data/work/runs/dense/m/c1/", "data/work/runs/dense/m/c1/run.parquet"]}}
+    data = {"uncommitted": {"modified": ["data/work/runs/model/m/c1/", "data/work/runs/model/m/c1/run.parquet"]}}
     links = audit.verify(root, lineage, status=(status, data)).links
     found = {(link.subject, link.status) for link in links if link.check == "dvc.lock"}
     assert ("qrels.txt", "stale") in found
     assert ("data/work/queries.parquet", "missing") in found
-    assert ("data/work/runs/dense/m/c1", "modified") in found
+    assert ("data/work/runs/model/m/c1", "modified") in found
     assert ("stage retrieve@m-c1", "stale") in found
     assert ("stage score", "stale") in found
     assert ("data/work/other", "note") in found  # outside this number's lineage: reported, not broken
-    modified = next(link for link in links if link.subject == "data/work/runs/dense/m/c1")
-    assert "data/work/runs/dense/m/c1/run.parquet modified" in modified.detail and "md5 7.dir" in modified.detail
+    modified = next(link for link in links if link.subject == "data/work/runs/model/m/c1")
+    assert "data/work/runs/model/m/c1/run.parquet modified" in modified.detail and "md5 7.dir" in modified.detail
 
 
 def test_a_change_in_another_run_only_is_a_note_for_this_number(tmp_path):
@@ -296,7 +296,7 @@ def test_a_change_in_another_run_only_is_a_note_for_this_number(tmp_path):
     assert any(link.status == "note" and "other runs only" in link.detail for link in verification.links)
     here = (
         {"score": [{"changed deps": {"data/work/runs": "modified"}}]},
-        {"uncommitted": {"modified": ["data/work/runs/dense/m/c1/run.parquet"]}},
+        {"uncommitted": {"modified": ["data/work/runs/model/m/c1/run.parquet"]}},
     )
     assert not audit.verify(root, lineage, status=here).ok
     unknown = ({"score": [{"changed deps": {"data/work/runs": "modified"}}]}, {})
@@ -305,9 +305,9 @@ def test_a_change_in_another_run_only_is_a_note_for_this_number(tmp_path):
 
 def archive_the_run(root: Path) -> archive.Archive:
     """Put tiny_repo's run into its committed archive, as the archive stage would."""
-    run_dir = root / "data" / "work" / "runs" / "dense" / "m" / "c1"
+    run_dir = root / "data" / "work" / "runs" / "model" / "m" / "c1"
     item = archive.RunFiles(
-        "data/work/runs/dense/m/c1", (run_dir / "run.parquet").read_bytes(), (run_dir / "run.json").read_bytes()
+        "data/work/runs/model/m/c1", (run_dir / "run.parquet").read_bytes(), (run_dir / "run.json").read_bytes()
     )
     store = archive.Archive(root / "data" / "archive")
     store.add([item], archive.Provenance(commit="c" * 40), dataset="tiny")
@@ -363,17 +363,17 @@ def test_paths_nothing_here_can_restore_are_not_available_here_not_broken(tmp_pa
         "queries": [{"changed outs": {"data/work/queries.parquet": "deleted"}}],
         "score": [{"changed deps": {"data/work/runs": "modified"}}],
     }
-    data = {"uncommitted": {"deleted": ["data/work/runs/dense/m/c1/"]}}
-    unavailable = {"data/work/queries.parquet": "2", "data/work/runs/dense/m/c1": "7.dir"}
+    data = {"uncommitted": {"deleted": ["data/work/runs/model/m/c1/"]}}
+    unavailable = {"data/work/queries.parquet": "2", "data/work/runs/model/m/c1": "7.dir"}
     (root / "data" / "work" / "queries.parquet").unlink()
-    shutil.rmtree(root / "data" / "work" / "runs" / "dense" / "m" / "c1")
+    shutil.rmtree(root / "data" / "work" / "runs" / "model" / "m" / "c1")
     links, _ = audit.check_lock(root, ["queries", "score"], status=(status, data), unavailable=unavailable)
     found = {(link.subject, link.status) for link in links}
     assert ("data/work/queries.parquet", "unavailable") in found
     assert ("data/work/runs", "unavailable") in found  # holds only what is not here
     assert not any(link.broken for link in links) and "2 not available here" in links[-1].detail
     # A file that is here and changed stays broken, even inside a folder that also lacks outputs.
-    data = {"uncommitted": {"deleted": ["data/work/runs/dense/m/c1/"], "modified": ["data/work/runs/bm25/run.parquet"]}}
+    data = {"uncommitted": {"deleted": ["data/work/runs/model/m/c1/"], "modified": ["data/work/runs/bm25/run.parquet"]}}
     links, _ = audit.check_lock(root, ["score"], status=(status, data), unavailable=unavailable)
     assert ("data/work/runs", "stale") in {(link.subject, link.status) for link in links}
     # Without `unavailable` (a workspace whose cache has them), a deleted output is missing, as before.
@@ -412,7 +412,7 @@ def test_one_number_fits_one_screen_and_names_its_datasets_own_reports_folder(tm
     assert "reports/metrics.json" not in out
     for expected in (
         "releval audit: m/c1 ndcg@10 = ",
-        "  run        data/work/runs/dense/m/c1/run.parquet sha256 ",
+        "  run        data/work/runs/model/m/c1/run.parquet sha256 ",
         "(stage retrieve@m-c1)",
         "  judgments  v1 (qrels.txt, sha256 ",
         "  model      m: revision 'r'",
@@ -508,7 +508,7 @@ def _edit_judgment(project: Path) -> None:
 
 
 def _edit_run(project: Path) -> None:
-    path = project / "data" / "work" / "runs" / "dense" / "minilm" / "c256" / "run.parquet"
+    path = project / "data" / "work" / "runs" / "model" / "minilm" / "c256" / "run.parquet"
     table = pl.read_parquet(path)
     table.with_columns(
         pl.when(pl.int_range(pl.len()) == 0).then(-5.0).otherwise(pl.col("score")).alias("score")
@@ -548,7 +548,7 @@ def _delete_qrels(project: Path) -> None:
                 "BROKEN (mismatch)    recompute",
                 "BROKEN (mismatch)    run file",
                 "output of stage retrieve@minilm-c256 was modified",
-                "[data/work/runs/dense/minilm/c256/run.parquet modified]",
+                "[data/work/runs/model/minilm/c256/run.parquet modified]",
             ],
         ),
         (_edit_corpus, ["BROKEN (stale)", f"{CORPUS.as_posix()}: modified since stage ingest ran"]),

@@ -29,7 +29,7 @@ from support.projects import copy_project
 pytestmark = pytest.mark.slow
 
 CONFIG = "wordllama/c256"  # the configuration the tampers touch
-RUN = Path("data/work/runs/dense/wordllama/c256")
+RUN = Path("data/work/runs/model/wordllama/c256")
 JUDGMENTS = Path("data/judgments/v2/judgments.jsonl")
 
 

@@ -19,7 +19,7 @@ LOCK = {
         "retrieve@toy-c1": {
             "cmd": "python stages/retrieve.py",
             "params": {"params.yaml": {"retriever.dense": {"top_k": 5}}},
-            "outs": [{"path": "data/work/runs/dense/toy/c1", "md5": "d1.dir"}],
+            "outs": [{"path": "data/work/runs/model/toy/c1", "md5": "d1.dir"}],
         },
         "score": {
             "cmd": "python stages/score.py",
@@ -281,11 +281,11 @@ def test_lock_outputs():
     assert outs == [
         revisions.StageOut(
             "retrieve@toy-c1",
-            "data/work/runs/dense/toy/c1",
+            "data/work/runs/model/toy/c1",
             "d1.dir",
             {"params.yaml": {"retriever.dense": {"top_k": 5}}},
         )
     ]
-    assert [o.path for o in revisions.lock_outs(LOCK, "data/work")] == ["data/work/runs/dense/toy/c1", "data/work/trec"]
-    assert revisions.output_paths(LOCK) == ["data/work/runs/dense/toy/c1", "data/work/trec", "reports/grid.md"]
+    assert [o.path for o in revisions.lock_outs(LOCK, "data/work")] == ["data/work/runs/model/toy/c1", "data/work/trec"]
+    assert revisions.output_paths(LOCK) == ["data/work/runs/model/toy/c1", "data/work/trec", "reports/grid.md"]
     assert revisions.output_paths({}) == []

@@ -124,7 +124,7 @@ def test_an_external_run_is_a_configuration_of_the_grid_and_a_fusion_member():
         "chunkings": ["c256"],
         "models": ["minilm"],
         "external": ["prod"],
-        "fused": {"mix": {"fusion": "rrf", "runs": ["external/prod", "dense/minilm/c256"]}},
+        "fused": {"mix": {"fusion": "rrf", "runs": ["external/prod", "model/minilm/c256"]}},
     }
     assert runs.grid_run_folders(grid, "r")["external/prod"].as_posix() == "r/external/prod"
     assert "rrf(external/prod,minilm)/c256" in runs.grid_config_ids(grid)
@@ -175,7 +175,7 @@ def test_a_bm25_run_exported_elsewhere_scores_exactly_as_its_configuration(tmp_p
         "grid.chunkings=[c256]",
         "grid.models=[wordllama]",
         "grid.fusions=[]",
-        "grid.reranked.minilm-c256-e5.run=dense/wordllama/c256",
+        "grid.reranked.minilm-c256-e5.run=model/wordllama/c256",
         "rerankers.e5.model=wordllama",
         "~fused@grid.fused.splade_minilm",
         "grid.baseline=bm25/c256",

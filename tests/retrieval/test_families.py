@@ -47,16 +47,16 @@ def test_every_family_records_itself_in_the_protocol():
 
 
 def test_a_fusion_of_any_runs_of_one_chunking_is_named_by_its_members():
-    assert runs.multi_fused_id("rrf", ["dense/splade/c256", "dense/minilm/c256"]) == "rrf(splade,minilm)/c256"
-    assert runs.multi_fused_id("rrf", ["dense/a/c1", "bm25/c1", "dense/b/c1"]) == "rrf(a,bm25,b)/c1"
-    for members in (["dense/a/c1", "dense/b/c2"], ["dense/a/c1"]):
+    assert runs.multi_fused_id("rrf", ["model/splade/c256", "model/minilm/c256"]) == "rrf(splade,minilm)/c256"
+    assert runs.multi_fused_id("rrf", ["model/a/c1", "bm25/c1", "model/b/c1"]) == "rrf(a,bm25,b)/c1"
+    for members in (["model/a/c1", "model/b/c2"], ["model/a/c1"]):
         with pytest.raises(InputError, match="two or more distinct first-stage runs of one chunking"):
             runs.multi_fused_id("rrf", members)
     grid = {
         "models": ["a", "b"],
         "chunkings": ["c1"],
         "fusions": [],
-        "fused": {"ab": {"fusion": "rrf", "runs": ["dense/a/c1", "dense/b/c1"]}},
+        "fused": {"ab": {"fusion": "rrf", "runs": ["model/a/c1", "model/b/c1"]}},
         "reranked": {"r": {"run": "fused/ab", "reranker": "x"}},
     }
     assert runs.run_path_id("fused/ab", grid) == "rrf(a,b)/c1"

@@ -102,7 +102,7 @@ def regrade_one_judgment(project: Path, *, seal: bool = True) -> tuple[str, str,
     qrels = pl.read_parquet(project / "data" / "work" / "qrels.parquet")
     ranked = (
         runs.collapse_to_documents(
-            pl.read_parquet(project / "data" / "work" / "runs" / "dense" / "minilm" / "c256" / "run.parquet")
+            pl.read_parquet(project / "data" / "work" / "runs" / "model" / "minilm" / "c256" / "run.parquet")
         )
         .join(qrels.filter(pl.col("grade") >= 1), on=["query_id", "doc_id"])
         .sort("rank", "query_id")

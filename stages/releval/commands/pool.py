@@ -11,7 +11,7 @@
                  [--summary-if-below THRESHOLD]
 
 Making a pool. Each RUN is a releval run folder (``run.json`` + ``run.parquet``, e.g.
-``data/work/runs/dense/minilm/c256``), a folder holding such folders (every run below it), or a
+``data/work/runs/model/minilm/c256``), a folder holding such folders (every run below it), or a
 run file (TREC, JSONL, parquet; read by :func:`releval.inputs.trec.read_run`). A run folder's chunks
 are collapsed to documents (:func:`releval.measurement.scoring.document_run`: a document ranks where
 its best chunk ranks); a run file is ordered by score, ties by doc_id. The pool is the union over

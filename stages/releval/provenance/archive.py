@@ -115,7 +115,7 @@ INDEX_SCHEMA = pl.Schema(
         "chunking": pl.Utf8,
         "models": pl.List(pl.Utf8),  # every model the run used (run.json "models"), sorted
         "dataset": pl.Utf8,  # params dataset.name where the run was made
-        "run_path": pl.Utf8,  # where it lived, e.g. data/work/runs/dense/minilm/c256
+        "run_path": pl.Utf8,  # where it lived, e.g. data/work/runs/model/minilm/c256
         "rows": pl.Int64,  # chunk-level rows
         "depth": pl.Int64,  # documents kept per query (and any tied with the last); null: all of them
         "doc_rows": pl.Int64,  # document-level rows kept

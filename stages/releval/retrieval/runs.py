@@ -40,6 +40,7 @@ def fused_id(fusion: str, model: str, chunking: str) -> str:
 
 
 EXTERNAL = "external"
+MODEL = "model"  # model/<model>/<chunking>: the runs of every model family (paths.MODEL_RUNS)
 DOCUMENTS_UNIT = "documents"  # the "chunking" of a fusion whose members are all external runs
 
 
@@ -121,7 +122,7 @@ def grid_run_folders(grid: dict, root: str | Path) -> dict[str, Path]:
     for chunking in grid["chunkings"]:
         folders[bm25_id(chunking)] = root / "bm25" / chunking
         for model in grid["models"]:
-            folders[dense_id(model, chunking)] = root / "dense" / model / chunking
+            folders[dense_id(model, chunking)] = root / MODEL / model / chunking
             for fusion in grid.get("fusions") or []:
                 folders[fused_id(fusion, model, chunking)] = root / "fused" / fusion / model / chunking
     for name in grid.get("external") or []:
@@ -151,13 +152,13 @@ def grid_runs(grid: dict, root: str | Path) -> tuple[list[Path], list[Path]]:
 
 
 def run_path_id(path: str, grid: dict | None = None) -> str:
-    """The configuration id of a first-stage run folder under data/work/runs (``dense/minilm/c256`` →
-    ``minilm/c256``; any model family's runs live under ``dense/``). ``fused/<key>`` names an entry
+    """The configuration id of a first-stage run folder under data/work/runs (``model/minilm/c256`` →
+    ``minilm/c256``; every model family's runs live under ``model/``). ``fused/<key>`` names an entry
     of ``grid.fused``, resolved through ``grid``; ``external/<name>`` a run file produced elsewhere."""
     parts = path.strip("/").split("/")
     if parts[0] == EXTERNAL and len(parts) == 2:
         return external_id(parts[1])
-    if parts[0] == "dense" and len(parts) == 3:
+    if parts[0] == MODEL and len(parts) == 3:
         return dense_id(parts[1], parts[2])
     if parts[0] == "bm25" and len(parts) == 2:
         return bm25_id(parts[1])
@@ -166,6 +167,12 @@ def run_path_id(path: str, grid: dict | None = None) -> str:
     fused = (grid or {}).get("fused") or {}
     if parts[0] == "fused" and len(parts) == 2 and parts[1] in fused:
         return multi_fused_id(fused[parts[1]]["fusion"], fused[parts[1]]["runs"])
+    if parts[0] == "dense" and len(parts) == 3:  # the folder's name until every family's runs shared it
+        raise InputError(
+            f"{path!r}: runs of models are under model/ now; write 'model/{parts[1]}/{parts[2]}'",
+            file="params.yaml",
+            field="grid",
+        )
     raise InputError(f"not a first-stage run path: {path!r}", file="params.yaml", field="grid.reranked")
 
 
