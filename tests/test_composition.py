@@ -93,7 +93,10 @@ def test_a_dataset_brings_its_judgments_and_a_group_can_be_added(project):
         ("grid.reranked.minilm-c256-e5.reranker=e6", "unknown reranker 'e6'; did you mean 'e5'?"),
         ("grid.reranked.minilm-c256-e5.run=model/minlm/c256", "unknown first-stage run 'minlm/c256'"),
         # the folder every model family's runs share was named dense/ before; the old path says what to write
-        ("grid.reranked.minilm-c256-e5.run=dense/minilm/c256", "runs of models are under model/ now; write 'model/minilm/c256'"),
+        (
+            "grid.reranked.minilm-c256-e5.run=dense/minilm/c256",
+            "runs of models are under model/ now; write 'model/minilm/c256'",
+        ),
         ("datasett=x", "unknown key under the top level 'datasett'; did you mean 'dataset'?"),
         ("grid.chunkingz=[c256]", "unknown key under grid 'chunkingz'; did you mean 'chunkings'?"),
     ],

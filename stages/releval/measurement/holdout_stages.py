@@ -41,7 +41,16 @@ def stage_commands(grid: dict, split: str, scratch: Path, reports: Path) -> list
     ]
     run_root = scratch / "runs"
     for chunking in grid["chunkings"]:
-        commands.append(["stages/bm25.py", "--chunking", chunking, *split_arg, "--out-root", str(paths.rebase(paths.BM25_RUNS, paths.RUNS, run_root))])
+        commands.append(
+            [
+                "stages/bm25.py",
+                "--chunking",
+                chunking,
+                *split_arg,
+                "--out-root",
+                str(paths.rebase(paths.BM25_RUNS, paths.RUNS, run_root)),
+            ]
+        )
         for model in grid["models"]:
             commands.append(
                 [
