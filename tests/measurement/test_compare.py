@@ -145,7 +145,7 @@ def test_refuses_a_run_scored_under_newer_judgments(tmp_path, capsys):
     (proj.root / "data" / "work" / "judgments.json").write_text(
         json.dumps({"version": "toy-2", "source_sha256": "cd" * 32})
     )
-    code, _, err = proj.cli(capsys, "compare", "dense", "data/work/runs/model")
+    code, _, err = proj.cli(capsys, "compare", "dense", "data/work/runs/dense")
     assert code == 2
     assert "judgments_sha256" in err and "judgments_version: baseline 'toy-1', candidate 'toy-2'" in err
 
@@ -211,10 +211,10 @@ def scored_project(tmp_path) -> tuple[Project, list[str]]:
 def test_run_files_are_scored_against_the_qrels_under_the_reports_contract(tmp_path, capsys):
     proj, ids = scored_project(tmp_path)
     # the run folder and a TREC file of the same run: scored exactly like the score stage did
-    code, out, _ = proj.cli(capsys, "compare", "dense", "data/work/runs/model", "--json", "--resamples", "500")
+    code, out, _ = proj.cli(capsys, "compare", "dense", "data/work/runs/dense", "--json", "--resamples", "500")
     assert code == 0
     result = json.loads(out)
-    assert result["candidate"]["source"].startswith("run file data/work/runs/model")
+    assert result["candidate"]["source"].startswith("run file data/work/runs/dense")
     assert (result["primary"]["ties"], result["primary"]["mean_difference"]) == (len(ids), 0.0)
     lines = [f"{q} Q0 {q}-{d} {r} {10 - r} t" for q in ids for r, d in enumerate(["rel", "low", "x"], 1)]
     (proj.root / "bm25.trec").write_text("\n".join(lines) + "\n")

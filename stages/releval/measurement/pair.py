@@ -150,6 +150,9 @@ def _align(
 
     A query unscored on both sides is not a question the metric asks (passage-level metrics score
     only the queries with evidence spans) and is left out; unscored on one side only is an error."""
+    ids = baseline["query_id"]
+    if ids.equals(candidate["query_id"]) and ids.null_count() == 0 and ids.is_unique().all():
+        return _align_same_queries(ids, baseline[metric], candidate[metric], metric, query_ids)
     joined = (
         baseline.select("query_id", pl.col(metric).alias("b"))
         .join(candidate.select("query_id", pl.col(metric).alias("c")), on="query_id")
@@ -165,6 +168,31 @@ def _align(
         joined["query_id"].to_list(),
         joined["b"].to_numpy().astype(np.float64),
         joined["c"].to_numpy().astype(np.float64),
+    )
+
+
+def _align_same_queries(
+    ids: pl.Series, base: pl.Series, cand: pl.Series, metric: str, query_ids: Sequence[str] | None
+) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """:func:`_align` of two tables over the same unique queries in the same row order (every table of one grid),
+    in numpy: the same result without a join. A report aligns about a thousand pairs, and polars' per-call cost
+    made that a second of its time."""
+    id_array = ids.to_numpy()
+    base_null, cand_null = base.is_null().to_numpy(), cand.is_null().to_numpy()
+    keep = ~(base_null & cand_null)
+    if query_ids is not None:
+        wanted = set(query_ids)
+        keep &= np.fromiter((query_id in wanted for query_id in id_array), dtype=bool, count=len(id_array))
+    order = np.argsort(id_array, kind="stable")
+    rows = order[keep[order]]
+    one_sided = base_null[rows] | cand_null[rows]
+    if one_sided.any():
+        missing = id_array[rows][one_sided].tolist()
+        raise InputError(f"{len(missing)} queries have no score ({preview(missing)})", field=metric)
+    return (
+        id_array[rows].tolist(),
+        base.to_numpy()[rows].astype(np.float64),
+        cand.to_numpy()[rows].astype(np.float64),
     )
 
 

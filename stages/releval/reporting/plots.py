@@ -587,7 +587,8 @@ def _difference_hist(rows: list[dict[str, Any]], metric: str, baseline: str):
     axes = figure.subplots(lines, columns, sharex=True, sharey=True, squeeze=False) if candidates else []
     for i, config_id in enumerate(candidates):
         ax = axes[i // columns][i % columns]
-        ax.hist([r["difference"] for r in rows if r["config_id"] == config_id], bins=edges, color="#1f5fa8")
+        counts, _ = np.histogram([r["difference"] for r in rows if r["config_id"] == config_id], bins=edges)
+        ax.stairs(counts, edges, fill=True, color="#1f5fa8")  # one artist, not a bar per bin: 23 panels draw fast
         ax.axvline(0.0, color=BASELINE_COLOUR, linewidth=0.8)
         ax.set_title(config_id, fontsize=8, loc="left")
         ax.tick_params(labelsize=7)
@@ -599,7 +600,11 @@ def _difference_hist(rows: list[dict[str, Any]], metric: str, baseline: str):
             axes[(j - columns) // columns][j % columns].tick_params(labelbottom=True)
     figure.suptitle(plot_title("difference_hist", metric, baseline), x=0.01, ha="left", fontsize=10)
     figure.supxlabel(f"{metric} difference (configuration − {baseline})", fontsize=9)
-    figure.tight_layout()
+    # Margins in inches, fixed: tight_layout measured every panel's ticks first and took most of the drawing time.
+    width, height = figure.get_size_inches()
+    figure.subplots_adjust(
+        left=0.7 / width, right=1 - 0.12 / width, bottom=0.62 / height, top=1 - 0.52 / height, wspace=0.12, hspace=0.36
+    )
     return figure
 
 
