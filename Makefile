@@ -10,7 +10,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: setup repro params test test-heavy test-journeys test-fast lint docs bench bench-scale bench-incremental bench-inferred grid pydocs clean-venv
+.PHONY: setup repro params test test-heavy test-journeys test-fast lint docs bench bench-scale bench-incremental bench-revision bench-inferred grid pydocs clean-venv
 
 setup: $(STAMP) $(WHEELS)/.downloaded
 
@@ -116,6 +116,11 @@ bench-scale: setup
 # Cold repro, one-page edit and +10% pages through real `dvc repro` in a fresh clone (~20k chunks; long).
 bench-incremental: setup
 	$(BIN)/python benchmarks/bench_incremental.py
+
+# A judgment revision (one pair added as a new version) and `dvc repro`, stage by stage, on this checkout's
+# outputs (run `make repro` first); the checkout is left as it was. About a minute.
+bench-revision: setup
+	$(BIN)/python benchmarks/bench_revision.py
 
 # Sampled judging on pydocs: infNDCG@10 and infAP from 10-50% samples of the grid's top-10 pool against the
 # full v3 judgments, 200 seeds per rate (bias, RMSE, interval coverage; about 20 min on one core).
