@@ -23,14 +23,18 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from datetime import datetime
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bench_score  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -128,8 +132,8 @@ def measure(scratch: Path) -> dict:
         sys.exit(f"bench_revision: the checkout did not come back as it was: {moved[:10]}")
     return {
         "date": datetime.now().strftime("%Y-%m-%d %H:%M"),
-        "revision": call("git", "rev-parse", "HEAD").strip(),
-        "machine": machine(),
+        "revision": bench_score.revision(),
+        "machine": bench_score.machine(),
         "load_1min": round(os.getloadavg()[0], 2),
         "grid": {key: params["grid"].get(key) for key in ("models", "chunkings", "fusions")}
         | {
@@ -140,15 +144,6 @@ def measure(scratch: Path) -> dict:
         "active_set": active,
         "runs": {"revision": revision, "back": back},
     }
-
-
-def machine() -> dict:
-    from releval.measurement.operations import describe_machine
-
-    facts = describe_machine()
-    for key in ("torch_threads", "device", "load_1min"):
-        facts.pop(key, None)
-    return facts
 
 
 def markdown(result: dict) -> str:
@@ -189,17 +184,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--no-write", action="store_true", help="print only; leave benchmarks/results/ alone")
     args = parser.parse_args(argv)
-    import tempfile
-
     with tempfile.TemporaryDirectory(prefix="releval-bench-revision-") as tmp:
         result = measure(Path(tmp))
-    text = markdown(result)
-    print(text)
-    if not args.no_write:
-        RESULTS.mkdir(parents=True, exist_ok=True)
-        (RESULTS / "revision.json").write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
-        (RESULTS / "revision.md").write_text(text)
-        print(f"wrote {RESULTS / 'revision.md'} and revision.json")
+    bench_score.report(result, markdown(result), "revision", write=not args.no_write)
 
 
 if __name__ == "__main__":

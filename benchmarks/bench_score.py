@@ -209,13 +209,17 @@ def main(argv: list[str] | None = None) -> None:
     else:
         with tempfile.TemporaryDirectory(prefix="releval-bench-score-") as tmp:
             result = measure(args.rounds, Path(tmp))
-    text = markdown(result)
+    report(result, markdown(result), "score", write=not args.no_write)
+
+
+def report(result: dict, text: str, stem: str, write: bool) -> None:
+    """Print a benchmark's Markdown and, with ``write``, keep it and its figures as benchmarks/results/STEM.md/.json."""
     print(text)
-    if not args.no_write:
+    if write:
         RESULTS.mkdir(parents=True, exist_ok=True)
-        (RESULTS / "score.json").write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
-        (RESULTS / "score.md").write_text(text)
-        print(f"wrote {RESULTS / 'score.md'} and score.json")
+        (RESULTS / f"{stem}.json").write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+        (RESULTS / f"{stem}.md").write_text(text)
+        print(f"wrote {RESULTS / stem}.md and {stem}.json")
 
 
 if __name__ == "__main__":
