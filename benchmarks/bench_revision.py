@@ -11,9 +11,11 @@ before, machine figures aside (reports/ops.json, ops.md and their hashes in dvc.
 benchmark says which files moved.
 
 Needs the pipeline's outputs in place and up to date (`make repro` first; `dvc status` clean).
-Each stage's seconds are the time between DVC's "Running stage" lines (the last runs to the end,
-so it holds DVC's closing bookkeeping); DVC's own start and the checks before the first stage are
-"before the first stage".
+The revision's judgments stage always runs (the pair's note holds the time, so DVC's run cache
+has never seen the set); going back, DVC restores it from its run cache, as it does for a user who
+returns to a set. Each stage's seconds are the time between DVC's "Running stage" lines (the last
+runs to the end, so it holds DVC's closing bookkeeping; a stage DVC skips or restores counts in the
+one before it); DVC's own start and the checks before the first stage are "before the first stage".
 
 Writes benchmarks/results/revision.md and revision.json (the machine, its load, the revision).
 Run: ``python benchmarks/bench_revision.py [--no-write]``.
@@ -113,8 +115,12 @@ def measure(scratch: Path) -> dict:
     filled = scratch / "filled.csv"
     with open(filled, "w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
-        writer.writerow(["query_id", "doc_id", "grade", "annotator"])
-        writer.writerow([pair["query_id"], pair["doc_id"], pair["grade"], ANNOTATOR])
+        writer.writerow(["query_id", "doc_id", "grade", "annotator", "notes"])
+        # A note of this moment makes the set new to DVC: its run cache would otherwise restore the judgments
+        # stage of an earlier benchmark instead of running it, as it must for a user's revision.
+        writer.writerow(
+            [pair["query_id"], pair["doc_id"], pair["grade"], ANNOTATOR, f"bench {datetime.now().isoformat()}"]
+        )
     into = Path("data") / "judgments" / NEW_VERSION
     if (ROOT / into).exists():
         sys.exit(f"bench_revision: {into} exists; remove it first")
