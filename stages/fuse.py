@@ -31,7 +31,7 @@ def main() -> None:
         config_id = runs.multi_fused_id(fusion, members)
     else:
         fusion = args.fusion
-        members = [f"model/{args.model}/{args.chunking}", f"bm25/{args.chunking}"]
+        members = [f"{runs.MODEL}/{args.model}/{args.chunking}", f"bm25/{args.chunking}"]
         out = paths.rebase(paths.FUSED_RUNS, paths.RUNS, args.runs_root) / fusion / args.model / args.chunking
         config_id = runs.fused_id(fusion, args.model, args.chunking)
     where = f"fusions.{fusion}"
