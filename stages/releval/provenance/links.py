@@ -16,6 +16,7 @@ from typing import Any
 import polars as pl
 
 import releval
+from releval import io, paths
 from releval.provenance.lineage import _entry_hash
 
 BROKEN = ("stale", "modified", "missing", "mismatch")
@@ -157,18 +158,31 @@ def _frame_difference(recorded: pl.DataFrame, expected: pl.DataFrame, keys: Sequ
     return "the tables differ"
 
 
-def other_code(lock: Mapping[str, Any], stage: str) -> list[str]:
-    """The code files a stage recorded in dvc.lock (its deps under stages/) whose md5 differs from
-    the file of the releval checkout doing the audit: empty when this code is the code that ran."""
+def other_code(lock: Mapping[str, Any], stage: str, root: str | Path = ".") -> list[str]:
+    """The code files a stage ran, as dvc.lock records them, that differ from the file of the releval
+    checkout doing the audit: empty when this code is the code that ran.
+
+    A stage records its code through its fingerprint (``data/work/code/<script>.json`` under ``root``,
+    checked against the md5 dvc.lock holds for it); a fingerprint that is not here, or not the one
+    recorded, is named itself, since what ran cannot be told. Locks written before fingerprints
+    list the code files as deps themselves.
+    """
     code_root = Path(releval.__file__).resolve().parents[2]  # stages/releval/__init__.py -> the checkout
     differ = []
     for dep in (lock.get(stage) or {}).get("deps") or []:
         path = str(dep.get("path", ""))
-        if not (path.startswith("stages/") and path.endswith(".py")):
-            continue
-        mine = code_root / path
-        if not mine.is_file() or hashlib.md5(mine.read_bytes()).hexdigest() != _entry_hash(dep):
-            differ.append(path)
+        if path.startswith(paths.CODE + "/") and path.endswith(".json"):
+            record = Path(root) / path
+            if not record.is_file() or hashlib.md5(record.read_bytes()).hexdigest() != _entry_hash(dep):
+                differ.append(f"{path}: not the fingerprint dvc.lock records")
+                continue
+            files = json.loads(record.read_text(encoding="utf-8")).get("files") or {}
+            mine = {p: code_root / p for p in files}
+            differ += [p for p, digest in files.items() if not mine[p].is_file() or io.sha256_file(mine[p]) != digest]
+        elif path.startswith("stages/") and path.endswith(".py"):
+            mine = code_root / path
+            if not mine.is_file() or hashlib.md5(mine.read_bytes()).hexdigest() != _entry_hash(dep):
+                differ.append(path)
     return differ
 
 
