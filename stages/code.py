@@ -10,7 +10,7 @@ import argparse
 from pathlib import Path
 
 from releval import io, paths
-from releval.provenance.stage_code import fingerprint, stage_scripts
+from releval.provenance.stage_code import fingerprint, fingerprint_text, stage_scripts
 from releval.stage import entry
 
 
@@ -24,7 +24,7 @@ def main() -> None:
     scripts = stage_scripts(scripts_dir, exclude=[Path(__file__).name])
     for script in scripts:
         record = fingerprint(script.resolve(), scripts_dir.resolve(), root.resolve())
-        io.write_json(out / f"{script.stem}.json", record)
+        io.write_text(out / f"{script.stem}.json", fingerprint_text(record))
     print(f"code: {len(scripts)} stage scripts fingerprinted in {out}/")
 
 

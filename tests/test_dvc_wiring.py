@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from releval import io, paths
-from releval.provenance.stage_code import PACKAGE, fingerprint, project_files, stage_scripts
+from releval import paths
+from releval.provenance.links import other_code
+from releval.provenance.stage_code import PACKAGE, fingerprint, fingerprint_text, project_files, stage_scripts
 from support import ROOT
 from support.commands import ran_stages, run
 from support.dvc_pipeline import PIPELINE, stage_bodies, stage_script
@@ -48,14 +49,14 @@ def test_code_stage_fingerprints_every_stage_script() -> None:
     assert body["outs"] == [code_dep(p.name) for p in scripts]
 
 
-def test_dvc_lock_records_the_fingerprints_of_the_code_as_committed(tmp_path: Path) -> None:
+def test_dvc_lock_records_the_fingerprints_of_the_code_as_committed() -> None:
     """Else a fresh clone's `dvc repro` reruns stages over code that did not change, and rewrites dvc.lock."""
     lock = yaml.safe_load((ROOT / "dvc.lock").read_text(encoding="utf-8"))["stages"]
     recorded = {out["path"]: out["md5"] for out in lock[CODE_STAGE]["outs"]}
     stale = []
     for script in stage_scripts(ROOT / SOURCE_DIR, exclude=["code.py"]):
-        io.write_json(tmp_path / script.name, fingerprint(script, ROOT / SOURCE_DIR, ROOT))
-        if hashlib.md5((tmp_path / script.name).read_bytes()).hexdigest() != recorded.get(code_dep(script.name)):
+        text = fingerprint_text(fingerprint(script, ROOT / SOURCE_DIR, ROOT))
+        if hashlib.md5(text.encode("utf-8")).hexdigest() != recorded.get(code_dep(script.name)):
             stale.append(script.name)
     assert not stale, f"dvc.lock records other code for {', '.join(stale)}: run `dvc repro` and commit dvc.lock"
 
@@ -167,3 +168,30 @@ def test_index_reads_vectors_without_the_model_code() -> None:
     files = {p.name for p in project_files(ROOT / "stages/index.py", ROOT / SOURCE_DIR)}
     assert "vectors.py" in files
     assert not files & {"encoders.py", "models.py", "static.py"}
+
+
+def audited_tree(tmp_path: Path) -> Path:
+    """A copy of this checkout's stage scripts and package, with no data/work/code (a clone without a remote)."""
+    root = tmp_path / "audited"
+    shutil.copytree(ROOT / SOURCE_DIR, root / SOURCE_DIR, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    return root
+
+
+def recorded_lock(root: Path, script: str) -> dict:
+    """dvc.lock's entry for a stage running ``script`` as the code stage would have recorded it in ``root``."""
+    made = fingerprint(root / SOURCE_DIR / script, root / SOURCE_DIR, root)
+    md5 = hashlib.md5(fingerprint_text(made).encode("utf-8")).hexdigest()
+    return {"stage": {"deps": [{"path": code_dep(script), "hash": "md5", "md5": md5}]}}
+
+
+def test_an_audit_tells_what_code_ran_without_the_fingerprint_file(tmp_path: Path) -> None:
+    root = audited_tree(tmp_path)
+    assert other_code(recorded_lock(root, "score.py"), "stage", root) == []  # this checkout's code ran
+
+    edited = root / SOURCE_DIR / PACKAGE / "reporting" / "markdown.py"
+    edited.write_text(edited.read_text(encoding="utf-8") + "# another version\n", encoding="utf-8")
+    assert other_code(recorded_lock(root, "score.py"), "stage", root) == ["stages/releval/reporting/markdown.py"]
+
+    # A tree whose scripts are not what dvc.lock says ran: what ran cannot be told, and the audit says so.
+    lock = recorded_lock(audited_tree(tmp_path / "other"), "score.py")
+    assert other_code(lock, "stage", root) == [f"{code_dep('score.py')}: not the fingerprint dvc.lock records"]

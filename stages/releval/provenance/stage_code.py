@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import json
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -98,6 +99,11 @@ def fingerprint(script: Path, source_root: Path, root: Path) -> dict[str, object
         "script": script.relative_to(root).as_posix(),
         "files": {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() for p in files},
     }
+
+
+def fingerprint_text(record: dict[str, object]) -> str:
+    """A fingerprint as the code stage writes it: the same record, the same bytes."""
+    return json.dumps(record, indent=2, sort_keys=True) + "\n"
 
 
 def stage_scripts(scripts_dir: Path, exclude: Iterable[str] = ()) -> list[Path]:
