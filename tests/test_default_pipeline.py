@@ -31,7 +31,6 @@ def test_every_stage_of_the_default_grid_ran(default_project):
     ran = ran_stages(log)
     assert "is empty" not in log  # DVC's warning about an empty dependency (the holdout log)
     expected = {
-        "code",  # fingerprints the code each stage runs
         "params",
         "externals",  # records the declared external runs (none by default)
         "ingest",

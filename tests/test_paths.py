@@ -74,12 +74,9 @@ def listed_paths(body: dict[str, Any]) -> list[str]:
     entries = []
     for key in ("deps", "outs", "metrics"):
         for entry in body.get(key, []):
-            entry = as_default_dataset(next(iter(entry)) if isinstance(entry, dict) else entry)
-            # Code (stages/, and each stage's fingerprint of it) is test_dvc_wiring's to check.
-            if key != "deps" or not (entry == "stages" or entry.startswith(paths.CODE + "/")):
-                entries.append(entry)
+            entries.append(as_default_dataset(next(iter(entry)) if isinstance(entry, dict) else entry))
     fixed = [entry.split("${")[0] for entry in entries]
-    return [entry for entry in fixed if entry]
+    return [entry for entry in fixed if entry and not entry.startswith("stages/")]
 
 
 def covers(default: str, listed: str) -> bool:
@@ -110,9 +107,7 @@ def test_dvc_yaml_spells_each_path_as_releval_paths_does(stage: str) -> None:
     undeclared = [
         entry
         for entry in listed_paths(stage_bodies(PIPELINE)[stage])
-        if entry.rstrip("/") not in DECLARED
-        and DATA_PATH.match(entry)
-        and Path(entry).parent.as_posix() != paths.CODE  # a script's fingerprint: test_dvc_wiring checks these
+        if entry.rstrip("/") not in DECLARED and DATA_PATH.match(entry)
     ]
     assert not undeclared, f"stage {stage}: not declared in releval.paths: {undeclared}"
 

@@ -23,7 +23,6 @@ WHEELS = f"{DATA}/wheels"  # model wheels downloaded by make setup (data archive
 ARCHIVE = f"{DATA}/archive"
 
 WORK = f"{DATA}/work"
-CODE = f"{WORK}/code"  # one fingerprint per stage script: what each stage in dvc.yaml depends on for its code
 DOCS = f"{WORK}/docs.parquet"
 QUERIES = f"{WORK}/queries.parquet"
 QRELS = f"{WORK}/qrels.parquet"

@@ -16,8 +16,6 @@ from typing import Any
 import polars as pl
 
 import releval
-from releval import io, paths
-from releval.provenance import stage_code
 from releval.provenance.lineage import _entry_hash
 
 BROKEN = ("stale", "modified", "missing", "mismatch")
@@ -159,51 +157,19 @@ def _frame_difference(recorded: pl.DataFrame, expected: pl.DataFrame, keys: Sequ
     return "the tables differ"
 
 
-def other_code(lock: Mapping[str, Any], stage: str, root: str | Path = ".") -> list[str]:
-    """The code files a stage ran, as dvc.lock records them, that differ from the file of the releval
-    checkout doing the audit: empty when this code is the code that ran.
-
-    A stage records its code through its fingerprint (``data/work/code/<script>.json`` under ``root``,
-    checked against the md5 dvc.lock holds for it); a fingerprint that is not here, or not the one
-    recorded, is named itself, since what ran cannot be told. Locks written before fingerprints
-    list the code files as deps themselves.
-    """
+def other_code(lock: Mapping[str, Any], stage: str) -> list[str]:
+    """The code files a stage recorded in dvc.lock (its deps under stages/) whose md5 differs from
+    the file of the releval checkout doing the audit: empty when this code is the code that ran."""
     code_root = Path(releval.__file__).resolve().parents[2]  # stages/releval/__init__.py -> the checkout
     differ = []
     for dep in (lock.get(stage) or {}).get("deps") or []:
         path = str(dep.get("path", ""))
-        if path.startswith(paths.CODE + "/") and path.endswith(".json"):
-            files = _recorded_fingerprint(Path(root), path, _entry_hash(dep))
-            if files is None:
-                differ.append(f"{path}: not the fingerprint dvc.lock records")
-                continue
-            mine = {p: code_root / p for p in files}
-            differ += [p for p, digest in files.items() if not mine[p].is_file() or io.sha256_file(mine[p]) != digest]
-        elif path.startswith("stages/") and path.endswith(".py"):
-            mine = code_root / path
-            if not mine.is_file() or hashlib.md5(mine.read_bytes()).hexdigest() != _entry_hash(dep):
-                differ.append(path)
+        if not (path.startswith("stages/") and path.endswith(".py")):
+            continue
+        mine = code_root / path
+        if not mine.is_file() or hashlib.md5(mine.read_bytes()).hexdigest() != _entry_hash(dep):
+            differ.append(path)
     return differ
-
-
-def _recorded_fingerprint(root: Path, path: str, md5: str | None) -> dict[str, str] | None:
-    """The files (path -> sha256) of the fingerprint dvc.lock records at ``path``: the file under
-    ``root`` if it is that one, else the fingerprint of ``root``'s own stage script made again (read
-    with ``ast``, never run: a clone without a DVC remote has no data/work/code), if that matches;
-    None when neither does."""
-    record = root / path
-    if record.is_file():
-        data = record.read_bytes()
-    else:
-        scripts = root / "stages"
-        script = scripts / f"{Path(path).stem}.py"
-        if not script.is_file():
-            return None
-        made = stage_code.fingerprint(script.resolve(), scripts.resolve(), root.resolve())
-        data = stage_code.fingerprint_text(made).encode("utf-8")
-    if hashlib.md5(data).hexdigest() != md5:
-        return None
-    return json.loads(data).get("files") or {}
 
 
 def _short(value: Any, limit: int = 100) -> str:

@@ -320,7 +320,7 @@ def audited_inputs(root: Path, tmp: Path, lock: Mapping[str, Any]) -> tuple[Scor
         mine = rebuilt[path]
         if not (root / path).exists():  # not here: dvc.lock's check names it
             continue
-        other = other_code(lock, stage, root)
+        other = other_code(lock, stage)
         if isinstance(mine, pl.DataFrame):
             recorded = pl.read_parquet(root / path)
             if other:  # a column one version of the code writes only is no difference

@@ -108,7 +108,7 @@ class ReportChecks:
     def _other_code(self, path: str) -> str:
         """'stage X ran other code than this checkout's (files)' for the stage that wrote ``path``; '' when the same."""
         stage = self._writer(path)
-        other = other_code(self.lock, stage, self.root) if stage else []
+        other = other_code(self.lock, stage) if stage else []
         if not other:
             return ""
         more = ", …" if len(other) > 3 else ""
@@ -205,7 +205,7 @@ class ReportChecks:
                 "report", path, "ok", "byte for byte what this checkout's code renders from the verified numbers"
             )
         stage = writer or self._writer(path)
-        other = other_code(self.lock, stage, self.root) if stage else []
+        other = other_code(self.lock, stage) if stage else []
         code = (
             f"stage {stage} ran other code than this checkout's "
             f"({', '.join(other[:3])}{', …' if len(other) > 3 else ''})"
