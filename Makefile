@@ -10,7 +10,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: setup repro params test test-heavy test-journeys test-fast lint docs bench bench-scale bench-incremental bench-revision bench-inferred grid pydocs clean-venv
+.PHONY: setup repro params test test-heavy test-journeys test-fast lint docs bench bench-scale bench-incremental bench-revision bench-revision-split bench-inferred grid pydocs clean-venv
 
 setup: $(STAMP) $(WHEELS)/.downloaded
 
@@ -121,6 +121,11 @@ bench-incremental: setup
 # outputs (run `make repro` first); the checkout is left as it was. About a minute.
 bench-revision: setup
 	$(BIN)/python benchmarks/bench_revision.py
+
+# The same revision with the pipeline split into dvc.yaml and grid/dvc.yaml, against one dvc.yaml, in two scratch
+# copies of this checkout, alternately (needs twice data/ and .dvc/cache free in the temporary folder). About 5 min.
+bench-revision-split: setup
+	$(BIN)/python benchmarks/bench_revision_split.py
 
 # Sampled judging on pydocs: infNDCG@10 and infAP from 10-50% samples of the grid's top-10 pool against the
 # full v3 judgments, 200 seeds per rate (bias, RMSE, interval coverage; about 20 min on one core).
