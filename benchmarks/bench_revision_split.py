@@ -34,6 +34,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import bench_revision  # noqa: E402
 import bench_score  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -91,7 +92,7 @@ def split_pipeline(copy: Path) -> None:
 
 
 def prepare(copy: Path) -> None:
-    dvc = str(Path(sys.executable).parent / "dvc")
+    dvc = bench_revision.tool("dvc")
     if call([dvc, "status", "--quiet"], copy).strip():
         sys.exit(f"bench_revision_split: the pipeline in {copy} is not up to date; run `make repro` first")
     call([dvc, "repro", "--single-item", "--force", "report"], copy)
@@ -103,7 +104,8 @@ def bench(copy: Path) -> dict:
 
 
 def lock_bytes(copy: Path) -> dict[str, int]:
-    return {path.relative_to(copy).as_posix(): path.stat().st_size for path in sorted(copy.glob("**/dvc.lock"))}
+    locks = ("dvc.lock", f"{GRID}/dvc.lock")
+    return {path: (copy / path).stat().st_size for path in locks if (copy / path).is_file()}
 
 
 def measure(scratch: Path, rounds: int) -> dict:
